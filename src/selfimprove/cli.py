@@ -1,0 +1,38 @@
+"""The `selfimprove` command line. This module only lists commands; each lives in
+`selfimprove.commands.<name>` and calls a phase function in `selfimprove.phases`."""
+
+from __future__ import annotations
+
+import typer
+
+from .commands import bootstrap, status
+
+app = typer.Typer(
+    name="selfimprove",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    help="""Teacher/student self-improvement for small LLMs.
+
+A student is RL-trained on a real verifiers environment (iter_0). Each iteration,
+a teacher reads the student's failed TRAIN rollouts and writes a generator of
+targeted data; the tool gates it, packages it as an environment, retrains from
+iter_0 and evaluates on the real environment. Controls then test the best gain.
+
+Every phase reads and writes a run directory (run.json, metrics.json,
+scratchpad.md); re-running a phase resumes it.
+
+Try it on the embedded CPU default (minutes, no GPU):
+
+    RUN_DIR=$(selfimprove bootstrap selfimprove-arith --model selfimprove/tiny-arith --budget 15m)
+    selfimprove introspect --run-dir $RUN_DIR
+    selfimprove status --run-dir $RUN_DIR
+""",
+)
+
+app.command("bootstrap")(bootstrap.command)
+app.command("status")(status.command)
+
+
+def main() -> None:
+    app()

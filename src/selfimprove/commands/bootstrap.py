@@ -1,0 +1,56 @@
+"""`selfimprove bootstrap`: Phase 0."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..models import SEED_EVAL_EXAMPLES, SEED_ROLLOUTS_PER_EXAMPLE, SEED_STEPS_PER_RUN
+from ..phases.bootstrap import DEFAULT_MODEL, BootstrapOptions, bootstrap
+from ..ui import out
+from ._common import JsonOpt, cli_errors, print_json
+
+
+@cli_errors
+def command(
+    dataset: Annotated[str, typer.Argument(help="Dataset name, e.g. gsm8k or selfimprove-arith.")],
+    model: Annotated[str, typer.Option(help="Student model: HF id, local dir, or a built-in CPU student (selfimprove/tiny-arith).")] = DEFAULT_MODEL,
+    budget: Annotated[str, typer.Option(help="Phase 3 wall-clock cap, e.g. 10h, 90m, 1h30m. Phase 4 runs after it.")] = "10h",
+    hub_id: Annotated[Optional[str], typer.Option(help="Real environment id; default primeintellect/<dataset>.")] = None,
+    max_iters: Annotated[int, typer.Option(help="Total iterations including iter_0.")] = 15,
+    batch_size: Annotated[int, typer.Option(help="TOTAL rollouts per step (unique prompts x rollouts per example).")] = 512,
+    init_from: Annotated[Optional[str], typer.Option(help="Absolute path of a prior run to reuse as iter_0 (skips training it).")] = None,
+    runs_dir: Annotated[str, typer.Option(envvar="SELFIMPROVE_RUNS_DIR", help="Where run dirs are made.")] = "runs",
+    env_args: Annotated[Optional[str], typer.Option(help="JSON object passed to load_environment, e.g. '{\"num_train_examples\": 2000}'.")] = None,
+    env_path: Annotated[Optional[str], typer.Option(help="Local environment project to install before introspection.")] = None,
+    engine: Annotated[str, typer.Option(help="prime-rl (GPU), local (CPU selfimprove-rl) or auto (local for selfimprove/* students).")] = "auto",
+    config: Annotated[Optional[str], typer.Option(help="Canonical rl.toml for iter_0; default: found by dataset name.")] = None,
+    wandb_project: Annotated[Optional[str], typer.Option(help="W&B project; empty = no W&B.")] = None,
+    steps_per_run: Annotated[int, typer.Option(help="New training steps per run (seed: 100; lower only for smoke runs).")] = SEED_STEPS_PER_RUN,
+    rollouts_per_example: Annotated[int, typer.Option(help="Rollouts per prompt (seed: 16).")] = SEED_ROLLOUTS_PER_EXAMPLE,
+    eval_examples: Annotated[int, typer.Option(help="Eval examples per iteration (seed: 200).")] = SEED_EVAL_EXAMPLES,
+    allow_small_batch: Annotated[bool, typer.Option(help="Allow < 16 unique prompts per step (smoke runs; recorded).")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Phase 0: validate the flags and create the run directory.
+
+    Prints RUN_DIR on stdout (a JSON object with --json) so an agent can capture it.
+
+    Example usage:
+
+        RUN_DIR=$(selfimprove bootstrap selfimprove-arith --model selfimprove/tiny-arith --budget 15m)
+    """
+    rd = bootstrap(
+        BootstrapOptions(
+            dataset=dataset, model=model, budget=budget, hub_id=hub_id, max_iters=max_iters,
+            batch_size=batch_size, init_from=init_from, runs_dir=runs_dir, env_args=env_args,
+            env_path=env_path, engine=engine, config=config, wandb_project=wandb_project,
+            steps_per_run=steps_per_run, rollouts_per_example=rollouts_per_example,
+            eval_examples=eval_examples, allow_small_batch=allow_small_batch,
+        )
+    )
+    if json_:
+        print_json({"run_dir": str(rd.root), **rd.read_run().model_dump(mode="json")})
+    else:
+        out.print(str(rd.root), markup=False)

@@ -1,0 +1,46 @@
+"""`selfimprove status`: read-only dashboard of a run."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+from ..phases.status import run_status
+from ..rundir import RunDir
+from ..ui import fmt_duration, out
+from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
+
+
+@cli_errors
+def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
+    """Show where a run stands: phase reached, status, budget, finished arms, next command.
+
+    Read-only and lock-free: safe to run while a phase is training.
+
+    Example usage:
+
+        selfimprove status --run-dir runs/selfimprove-arith-2026-11-29T120000Z
+    """
+    s = run_status(RunDir(run_dir))
+    if json_:
+        print_json(s)
+        return
+    out.print(f"[bold]{s['dataset']}[/bold]  {s['run_dir']}")
+    out.print(f"env {s['hub_id']} | student {s['model']} | engine {s['engine']}")
+    reason = f" ({s['reason']})" if s["reason"] else ""
+    out.print(f"status [bold]{s['status']}[/bold]{reason} | phase reached: {s['phase_reached']}")
+    out.print(
+        f"budget: {fmt_duration(s['elapsed_s'])} used of {fmt_duration(s['budget_s'])}, "
+        f"{fmt_duration(s['budget_left_s'])} left | iterations started: {s['iterations_started'] or 'none'} of max {s['max_iters']}"
+    )
+    if s["arms"]:
+        t = Table(title="finished arms (eval on the real env)")
+        for col in ("arm", "rows", "eval_acc", "95% CI", "n_eval", "reward mean", "step"):
+            t.add_column(col)
+        for a in s["arms"]:
+            lo, hi = a["acc_ci95"]
+            t.add_row(a["arm"], str(a["rows"] or "real"), f"{a['eval_acc']:.3f}", f"[{lo:.3f}, {hi:.3f}]",
+                      str(a["n_eval"]), f"{a['eval_reward_mean']:.3f}", str(a["final_step"]))
+        out.print(t)
+    if s["plot"]:
+        out.print(f"plot: {s['plot']}")
+    out.print(f"next: {s['next']}")

@@ -1,0 +1,61 @@
+"""One shallow exception tree. Every expected failure is a SelfImproveError whose
+message is a single line meant for the user (what, where, how to fix); the CLI
+prints it and exits with `exit_code`, no traceback."""
+
+from __future__ import annotations
+
+
+class SelfImproveError(Exception):
+    """An expected failure, displayed to the user as one line."""
+
+    exit_code = 1
+
+
+class UsageError(SelfImproveError):
+    """Bad flags or arguments (exit 2, like a Typer usage error)."""
+
+    exit_code = 2
+
+
+class RunDirError(SelfImproveError):
+    """The run directory is missing, corrupt or malformed."""
+
+
+class RunDirLocked(RunDirError):
+    """Another selfimprove command holds the run directory's lock."""
+
+    exit_code = 75  # EX_TEMPFAIL: retry when the holder is done
+
+
+class HubUnreachable(SelfImproveError):
+    """The environment hub could not be reached; retry later (the run is not aborted)."""
+
+    exit_code = 75
+
+
+class EnvNotFound(SelfImproveError):
+    """The environment does not exist on the hub or cannot be imported."""
+
+
+class ConfigError(SelfImproveError):
+    """A TOML config the tool reads or writes breaks the engine's schema."""
+
+
+class JobFailed(SelfImproveError):
+    """A training job exited without its final artefacts."""
+
+
+class EvalAggregationError(SelfImproveError):
+    """Eval rollouts are missing, empty or lack numeric fields."""
+
+
+class TeacherActionNeeded(SelfImproveError):
+    """The iteration waits for the teacher to write or fix a file."""
+
+    exit_code = 3
+
+
+class GateFailed(SelfImproveError):
+    """A teacher file or the generated dataset failed a gate; the report lists every failure."""
+
+    exit_code = 4

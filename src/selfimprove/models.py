@@ -1,0 +1,188 @@
+"""Pydantic schemas of every JSON file in a run directory.
+
+Each file kind has a model with `schema_version` first and `extra="forbid"`, so
+a typo or a file from a newer tool fails loudly with the field named. Readers
+and writers live in `rundir.py`. Don't reorder or rename fields without bumping
+SCHEMA_VERSION and adding an upgrade step in `_upgrade`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+
+RunStatus = Literal["running", "completed", "budget_exhausted", "max_iters_reached", "aborted"]
+EngineName = Literal["prime-rl", "local"]
+
+# The seed's pinned hyperparameters (overridable only by explicit flags, recorded in run.json).
+SEED_STEPS_PER_RUN = 100
+SEED_ROLLOUTS_PER_EXAMPLE = 16
+SEED_EVAL_EXAMPLES = 200
+MIN_UNIQUE_PROMPTS_PER_STEP = 16  # below this GRPO collapses (the seed's floor)
+
+
+class FileModel(BaseModel):
+    """Base of every run-dir file: strict keys, a version we refuse to read if newer."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    schema_version: int = SCHEMA_VERSION
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            version = data.get("schema_version", SCHEMA_VERSION)
+            if isinstance(version, int) and version > SCHEMA_VERSION:
+                raise ValueError(
+                    f"schema_version {version} is newer than this selfimprove understands "
+                    f"({SCHEMA_VERSION}); upgrade selfimprove"
+                )
+        return data
+
+
+class Phase4Error(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    arm: str
+    error: str
+    ts: float
+
+
+class RunConfig(FileModel):
+    """run.json: what the run is (fixed at bootstrap) and where it stands (status)."""
+
+    dataset: str  # short dataset name, used in package names (<dataset>_iter_N)
+    hub_id: str  # the real environment: a hub slug owner/name, or a locally importable env id
+    model: str  # student model id (HF id or local dir), used verbatim as [model] name
+    start_ts: float  # unix seconds at bootstrap; the budget clock starts here
+    budget_seconds: int  # Phase 3 wall-clock cap; Phase 4 runs after, on its own time
+    max_iters: int  # total iterations including iter_0
+    batch_size: int  # TOTAL rollouts per step (unique prompts x rollouts_per_example)
+    init_from: str | None = None  # prior run dir reused as iter_0 (Phase 2A), or null
+    status: RunStatus = "running"
+    reason: str | None = None  # why the run ended (e.g. "hub env X not found")
+    compact_warnings: list[str] = Field(default_factory=list)
+    phase4_errors: list[Phase4Error] = Field(default_factory=list)
+
+    engine: EngineName = "prime-rl"
+    engine_command: list[str] | None = None  # overrides the engine's default launcher, e.g. ["uv","run","rl"]
+    env_args: dict[str, Any] = Field(default_factory=dict)  # kwargs for load_environment(hub_id, ...)
+    env_path: str | None = None  # local env project installed before introspection
+    canonical_config: str | None = None  # --config: the canonical rl.toml for iter_0 / Run B
+    wandb_project: str | None = None  # when set, training configs get a [wandb] section
+
+    steps_per_run: int = SEED_STEPS_PER_RUN  # new training steps per run (seed: 100)
+    rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE  # seed: 16
+    eval_examples: int = SEED_EVAL_EXAMPLES  # eval examples per iteration (seed: 200)
+    allow_small_batch: bool = False  # permits < 16 unique prompts per step (smoke runs only)
+
+    versions: dict[str, str] = Field(default_factory=dict)  # tool + library versions at bootstrap
+
+    iter_0_source: Literal["trained", "init-from"] | None = None
+    iter_0_path: str | None = None
+    iter_0_step: int | None = None
+
+    end_ts: float | None = None
+    total_duration_s: float | None = None
+
+    @property
+    def unique_prompts_per_step(self) -> int:
+        return self.batch_size // self.rollouts_per_example
+
+
+class IterRecord(BaseModel):
+    """One finished arm (iter_N or a Phase 4 control) in metrics.json."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    arm: str  # unique key: "iter_0", "iter_3", "run_a", "run_b", "run_c"
+    iter: int | None = None  # iteration index for iter_N arms, None for controls
+    eval_acc: float
+    eval_reward_mean: float
+    n_eval: int
+    acc_ci95: tuple[float, float]  # Wilson 95% interval of eval_acc over n_eval examples
+    train_reward_mean: float | None = None
+    rows: int | None = None  # training rows of the arm's synthetic dataset (None = real data)
+    checkpoint: str | None = None
+    final_step: int | None = None
+    source: str = "trained"  # "trained" | "init-from"
+    eval_split: str = "eval"  # which split the numbers were measured on
+    ts: float | None = None
+
+
+class Metrics(FileModel):
+    """metrics.json: the finished arms, in the order they finished."""
+
+    iters: list[IterRecord] = Field(default_factory=list)
+
+    def get(self, arm: str) -> IterRecord | None:
+        return next((r for r in self.iters if r.arm == arm), None)
+
+
+class RewardFunc(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    weight: float
+
+
+class TrainSample(BaseModel):
+    """A TRAIN row of the hub env, recorded to show the answer encoding (never an eval row)."""
+
+    model_config = ConfigDict(extra="forbid")
+    question: str
+    answer: str
+    info: dict[str, Any] = Field(default_factory=dict)
+
+
+class HubEnv(FileModel):
+    """hub_env.json: the stack of the real environment, which generated envs mirror."""
+
+    env_id: str  # id passed to load_environment
+    env_args: dict[str, Any] = Field(default_factory=dict)
+    module: str  # python module that provides load_environment
+    source: Literal["hub", "local", "env-path"]
+    env_class: str
+    parser_class: str
+    parser_config: dict[str, Any] = Field(default_factory=dict)  # XMLParser fields/answer_field, extract_fn
+    rubric_class: str  # after unwrapping a RubricGroup
+    rubric_funcs: list[RewardFunc]
+    system_prompt: str | None
+    answer_format_instruction: str | None  # the sentence of system_prompt that states the answer format
+    train_size: int | None
+    eval_size: int | None
+    train_samples: list[TrainSample] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    verifiers_version: str | None = None
+    introspected_at: float | None = None
+
+
+class ExampleScore(BaseModel):
+    """Numeric result of one eval example (mean over its rollouts). Nothing else of an eval row."""
+
+    model_config = ConfigDict(extra="forbid")
+    example_id: int | str
+    reward: float
+    correct: float  # share of the example's rollouts judged correct (0/1 with one rollout)
+
+
+class EvalSummary(FileModel):
+    """<arm>/eval_summary.json: sealed aggregate of the arm's final eval rollouts."""
+
+    arm: str
+    eval_acc: float
+    eval_reward_mean: float
+    n_eval: int  # number of eval rollouts aggregated
+    n_examples: int  # distinct example ids
+    acc_ci95: tuple[float, float]
+    train_reward_mean: float | None = None  # over the last train steps (see train_reward_steps)
+    train_reward_steps: list[int] = Field(default_factory=list)
+    checkpoint: str | None = None
+    final_step: int | None = None
+    source: str = "trained"
+    eval_file: str | None = None
+    dropped_lines: int = 0  # torn / non-JSON lines skipped (reported, not fatal)
+    correct_rule: str = "metrics.is_correct"  # or "reward >= 0.5" when is_correct is absent
+    per_example: list[ExampleScore] = Field(default_factory=list)

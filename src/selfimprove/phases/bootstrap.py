@@ -1,0 +1,261 @@
+"""Phase 0, bootstrap: validate every flag up front, then create the run directory
+with run.json, metrics.json and the scratchpad header.
+
+Nothing is written until every check has passed, and the run dir appears
+atomically (built under a temporary name, then renamed), so a bad flag or a
+kill leaves no half-made run behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..errors import UsageError
+from ..models import (
+    MIN_UNIQUE_PROMPTS_PER_STEP,
+    SEED_EVAL_EXAMPLES,
+    SEED_ROLLOUTS_PER_EXAMPLE,
+    SEED_STEPS_PER_RUN,
+    EngineName,
+    Metrics,
+    RunConfig,
+)
+from ..rundir import RunDir, sorted_steps, write_model
+
+DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
+
+
+@dataclass
+class BootstrapOptions:
+    """The seed's invocation flags plus ours; defaults are the seed's."""
+
+    dataset: str
+    model: str = DEFAULT_MODEL
+    budget: str = "10h"
+    hub_id: str | None = None  # default primeintellect/<dataset>
+    max_iters: int = 15
+    batch_size: int = 512
+    init_from: str | None = None
+    runs_dir: str = "runs"
+    env_args: str | dict[str, Any] | None = None  # JSON object for load_environment
+    env_path: str | None = None
+    engine: str = "auto"  # prime-rl | local | auto (local for built-in CPU students)
+    engine_command: list[str] | None = None
+    config: str | None = None  # canonical rl.toml (Phase 2B / Run B)
+    wandb_project: str | None = None
+    steps_per_run: int = SEED_STEPS_PER_RUN
+    rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE
+    eval_examples: int = SEED_EVAL_EXAMPLES
+    allow_small_batch: bool = False
+    extra_versions: dict[str, str] = field(default_factory=dict)
+
+
+_BUDGET_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def parse_budget(text: str) -> int:
+    """'10h' / '90m' / '1h30m' / '45s' -> seconds. Anything else is a one-line usage error."""
+    m = _BUDGET_RE.match(text.strip().lower()) if text else None
+    if not m or not any(m.groups()):
+        raise UsageError(f"--budget '{text}': expected a duration like 10h, 90m or 1h30m")
+    h, mi, s = (int(g) if g else 0 for g in m.groups())
+    seconds = h * 3600 + mi * 60 + s
+    if seconds <= 0:
+        raise UsageError(f"--budget '{text}': must be longer than zero")
+    return seconds
+
+
+def parse_env_args(value: str | dict | None) -> dict[str, Any]:
+    if value is None or value == "":
+        return {}
+    if isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value)
+    except json.JSONDecodeError as e:
+        raise UsageError(f"--env-args: not valid JSON ({e.msg} at char {e.pos}); pass an object like '{{\"num_train_examples\": 1000}}'") from None
+    if not isinstance(parsed, dict):
+        raise UsageError("--env-args: must be a JSON object like '{\"key\": value}'")
+    return parsed
+
+
+def resolve_engine(engine: str, model: str) -> EngineName:
+    if engine == "auto":
+        is_local = model.startswith(BUILTIN_MODEL_PREFIX) or Path(model).is_dir()
+        return "local" if is_local else "prime-rl"
+    if engine not in ("prime-rl", "local"):
+        raise UsageError(f"--engine '{engine}': expected prime-rl, local or auto")
+    return engine  # type: ignore[return-value]
+
+
+def check_batch(batch_size: int, rollouts_per_example: int, allow_small: bool) -> None:
+    if rollouts_per_example < 1:
+        raise UsageError(f"--rollouts-per-example {rollouts_per_example}: must be >= 1")
+    if batch_size < 1 or batch_size % rollouts_per_example:
+        raise UsageError(
+            f"--batch-size {batch_size}: must be a positive multiple of rollouts_per_example ({rollouts_per_example}); "
+            f"e.g. {max(1, batch_size // rollouts_per_example) * rollouts_per_example or rollouts_per_example}"
+        )
+    unique = batch_size // rollouts_per_example
+    if unique < MIN_UNIQUE_PROMPTS_PER_STEP and not allow_small:
+        raise UsageError(
+            f"--batch-size {batch_size}: gives {unique} unique prompts per step, below the GRPO floor of "
+            f"{MIN_UNIQUE_PROMPTS_PER_STEP}; use >= {MIN_UNIQUE_PROMPTS_PER_STEP * rollouts_per_example} "
+            "(or --allow-small-batch for a smoke run)"
+        )
+
+
+def init_from_artefacts(init_from: Path, step: int) -> list[Path]:
+    """The seed's Phase 2A list of what a reusable prior run must contain."""
+    po = init_from / "prime_out"
+    return [
+        init_from / "run.json",
+        init_from / "metrics.json",
+        po / "weights" / f"step_{step}" / "model.safetensors",
+        po / "weights" / f"step_{step}" / "config.json",
+        po / "weights" / f"step_{step}" / "tokenizer.json",
+        po / "checkpoints" / f"step_{step}" / "trainer" / "__0_0.distcp",
+        po / "run_default" / "rollouts" / f"step_{step}" / "train_rollouts.jsonl",
+        po / "run_default" / "rollouts" / f"step_{step}" / "eval_rollouts.jsonl",
+    ]
+
+
+def check_init_from(path: str) -> int:
+    """Validate an --init-from run dir; return its final step F (max step_N in prime_out/weights)."""
+    root = Path(path).expanduser()
+    if not root.is_absolute():
+        raise UsageError(f"--init-from {path}: must be an absolute path to a prior training run dir")
+    if not root.is_dir():
+        raise UsageError(f"--init-from {path}: directory not found")
+    steps = sorted_steps(root / "prime_out" / "weights")
+    if not steps:
+        raise UsageError(f"--init-from {path}: missing {root / 'prime_out' / 'weights'}/step_<F>/ (no weights saved)")
+    final = steps[-1]
+    for artefact in init_from_artefacts(root, final):
+        if not artefact.exists():
+            raise UsageError(f"--init-from {path}: missing {artefact}")
+    return final
+
+
+def library_versions() -> dict[str, str]:
+    out = {"selfimprove": __version__, "python": platform.python_version()}
+    for dist in ("verifiers", "torch", "transformers", "datasets", "pydantic", "prime"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:
+            pass
+    return out
+
+
+def run_dir_name(dataset: str, now: float) -> str:
+    stamp = datetime.fromtimestamp(now, tz=timezone.utc).strftime("%Y-%m-%dT%H%M%SZ")
+    return f"{dataset}-{stamp}"
+
+
+def scratchpad_header(cfg: RunConfig, run_dir: Path) -> str:
+    started = datetime.fromtimestamp(cfg.start_ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return f"""# Self-improvement run: {cfg.dataset}
+
+- run dir: `{run_dir}`
+- started: {started}
+- real environment: `{cfg.hub_id}` (env args: `{json.dumps(cfg.env_args)}`)
+- student: `{cfg.model}` on engine `{cfg.engine}`
+- budget (Phase 3 only): {cfg.budget_seconds} s; max iterations (incl. iter_0): {cfg.max_iters}
+- per run: {cfg.steps_per_run} new steps, batch {cfg.batch_size} rollouts = {cfg.unique_prompts_per_step} prompts x {cfg.rollouts_per_example}; eval on {cfg.eval_examples} examples of the real env
+- init from: {cfg.init_from or "none (iter_0 is trained here)"}
+
+Rules: eval rows are sealed (aggregates only); every iteration resumes from iter_0's checkpoint;
+Phase 3 ends only on budget or max_iters.
+"""
+
+
+_DATASET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+
+
+def bootstrap(opts: BootstrapOptions) -> RunDir:
+    """Validate the flags, then create RUN_DIR with run.json, metrics.json and scratchpad.md."""
+    if not _DATASET_RE.match(opts.dataset):
+        raise UsageError(f"dataset '{opts.dataset}': use letters, digits, '-', '_' or '.' (it names packages and dirs)")
+    budget_seconds = parse_budget(opts.budget)
+    if opts.max_iters < 1:
+        raise UsageError(f"--max-iters {opts.max_iters}: must be >= 1 (iter_0 counts)")
+    for flag, val in (("--steps-per-run", opts.steps_per_run), ("--eval-examples", opts.eval_examples)):
+        if val < 1:
+            raise UsageError(f"{flag} {val}: must be >= 1")
+    check_batch(opts.batch_size, opts.rollouts_per_example, opts.allow_small_batch)
+    env_args = parse_env_args(opts.env_args)
+    engine = resolve_engine(opts.engine, opts.model)
+    init_from = None
+    if opts.init_from:
+        check_init_from(opts.init_from)
+        init_from = str(Path(opts.init_from).expanduser())
+    env_path = None
+    if opts.env_path:
+        p = Path(opts.env_path).expanduser().resolve()
+        if not (p / "pyproject.toml").is_file():
+            raise UsageError(f"--env-path {opts.env_path}: no pyproject.toml there; point it at an environment project")
+        env_path = str(p)
+    config = None
+    if opts.config:
+        p = Path(opts.config).expanduser().resolve()
+        if not p.is_file():
+            raise UsageError(f"--config {opts.config}: file not found")
+        config = str(p)
+
+    runs_dir = Path(opts.runs_dir).expanduser().resolve()
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--runs-dir {runs_dir}: cannot create it ({e.strerror})") from None
+    if not os.access(runs_dir, os.W_OK):
+        raise UsageError(f"--runs-dir {runs_dir}: not writable")
+
+    now = time.time()
+    final = runs_dir / run_dir_name(opts.dataset, now)
+    if final.exists():  # two bootstraps in the same second
+        raise UsageError(f"run dir {final} already exists; wait a second and retry")
+    cfg = RunConfig(
+        dataset=opts.dataset,
+        hub_id=opts.hub_id or f"primeintellect/{opts.dataset}",
+        model=opts.model,
+        start_ts=now,
+        budget_seconds=budget_seconds,
+        max_iters=opts.max_iters,
+        batch_size=opts.batch_size,
+        init_from=init_from,
+        engine=engine,
+        engine_command=opts.engine_command,
+        env_args=env_args,
+        env_path=env_path,
+        canonical_config=config,
+        wandb_project=opts.wandb_project,
+        steps_per_run=opts.steps_per_run,
+        rollouts_per_example=opts.rollouts_per_example,
+        eval_examples=opts.eval_examples,
+        allow_small_batch=opts.allow_small_batch,
+        versions={**library_versions(), **opts.extra_versions},
+    )
+    # Build under a temp name in the same dir, then rename: the run dir appears whole or not at all.
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=runs_dir))
+    try:
+        write_model(staging / "run.json", cfg)
+        write_model(staging / "metrics.json", Metrics())
+        (staging / "scratchpad.md").write_text(scratchpad_header(cfg, final), encoding="utf-8")
+        os.rename(staging, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return RunDir(final)

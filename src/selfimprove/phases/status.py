@@ -1,0 +1,54 @@
+"""`status`: a read-only view of where a run stands. Never takes the lock,
+never writes, so it is safe while another phase runs."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..rundir import RunDir
+
+
+def next_step(rd: RunDir) -> tuple[str, str]:
+    """(phase reached, what to run next), derived from the artefacts on disk."""
+    cfg = rd.read_run()
+    if cfg.status != "running" and cfg.end_ts is not None:
+        return "finalized", "nothing: the run is finished"
+    if not rd.hub_env_json.exists():
+        return "bootstrap", f"selfimprove introspect --run-dir {rd.root}"
+    if not rd.iter(0).eval_summary.exists():
+        return "introspect", f"selfimprove baseline --run-dir {rd.root}"
+    if cfg.status == "running":
+        done = [i for i in rd.iter_indices() if i > 0 and rd.iter(i).eval_summary.exists()]
+        return ("iterate" if done else "baseline"), f"selfimprove iterate --run-dir {rd.root}"
+    if not rd.best_iter_json.exists() or cfg.end_ts is None:
+        return "iterate", f"selfimprove compare --run-dir {rd.root}  (then finalize)"
+    return "compare", f"selfimprove finalize --run-dir {rd.root}"
+
+
+def run_status(rd: RunDir) -> dict[str, Any]:
+    rd.require()
+    cfg = rd.read_run()
+    metrics = rd.read_metrics()
+    elapsed = (cfg.end_ts or time.time()) - cfg.start_ts
+    phase, nxt = next_step(rd)
+    return {
+        "run_dir": str(rd.root),
+        "dataset": cfg.dataset,
+        "hub_id": cfg.hub_id,
+        "model": cfg.model,
+        "engine": cfg.engine,
+        "status": cfg.status,
+        "reason": cfg.reason,
+        "phase_reached": phase,
+        "next": nxt,
+        "elapsed_s": round(elapsed, 1),
+        "budget_s": cfg.budget_seconds,
+        "budget_left_s": round(max(0.0, cfg.budget_seconds - elapsed), 1),
+        "max_iters": cfg.max_iters,
+        "iterations_started": rd.iter_indices(),
+        "arms": [r.model_dump(mode="json") for r in metrics.iters],
+        "compact_warnings": cfg.compact_warnings,
+        "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors],
+        "plot": str(rd.plot_png) if rd.plot_png.exists() else None,
+    }

@@ -1,0 +1,291 @@
+"""The run directory: every path, atomic file IO, and the per-run lock.
+
+No phase builds a path by hand: `RunDir` and `ArmDir` know them all. Every JSON
+file is read through its pydantic model (a corrupt file names the bad field)
+and written atomically (temp file + fsync + rename), so a kill at any moment
+leaves either the old or the new file, never half of one.
+
+Known trade-offs (accepted): the lock is advisory (flock); a process that does
+not use `RunDir.lock()` can still write. flock is released by the kernel when
+the holder dies, which is how a stale lock of a dead process is taken over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import RunDirError, RunDirLocked
+from .models import EvalSummary, HubEnv, IterRecord, Metrics, RunConfig
+
+M = TypeVar("M", bound=BaseModel)
+
+# Phase 4 arm directories (the seed's names for A and B; C is ours).
+CONTROL_ARMS = {
+    "run_a": "run_a_best_from_iter0",
+    "run_b": "run_b_combined_from_base",
+    "run_c": "run_c_real_from_iter0",
+}
+
+
+# ---------------------------------------------------------------- atomic IO
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write `text` to `path` so that readers see the old or the new content, never a mix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    # fsync the directory so the rename itself survives a power cut.
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+
+
+def atomic_write_json(path: Path, obj: object) -> None:
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=False) + "\n")
+
+
+def write_model(path: Path, model: BaseModel) -> None:
+    atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
+
+
+def read_model(path: Path, cls: type[M]) -> M:
+    """Read a JSON file through its model; errors name the file and the first bad field."""
+    path = Path(path)
+    if not path.is_file():
+        raise RunDirError(f"{path}: file not found")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as e:
+        raise RunDirError(f"{path}: not valid JSON (line {e.lineno}: {e.msg}); restore it or re-run the phase that writes it") from None
+    try:
+        return cls.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        raise RunDirError(f"{path}: field '{field}': {err['msg']}; fix or restore this field") from None
+
+
+# ---------------------------------------------------------------- paths
+
+
+class ArmDir:
+    """One training arm (iter_N or a Phase 4 control): its dir and the engine's output tree."""
+
+    def __init__(self, root: Path, name: str):
+        self.name = name
+        self.dir = Path(root) / name
+
+    # files the tool writes
+    @property
+    def rl_toml(self) -> Path:
+        return self.dir / "rl.toml"
+
+    @property
+    def eval_overlay(self) -> Path:
+        return self.dir / "eval_overlay.toml"
+
+    @property
+    def train_log(self) -> Path:
+        return self.dir / "train.log"
+
+    @property
+    def job_file(self) -> Path:
+        return self.dir / "job.json"
+
+    @property
+    def eval_summary(self) -> Path:
+        return self.dir / "eval_summary.json"
+
+    # the engine's output tree (prime-rl seed dialect)
+    @property
+    def prime_out(self) -> Path:
+        return self.dir / "prime_out"
+
+    @property
+    def rollouts(self) -> Path:
+        return self.prime_out / "run_default" / "rollouts"
+
+    def rollout_step(self, step: int) -> Path:
+        return self.rollouts / f"step_{step}"
+
+    def weights(self, step: int) -> Path:
+        return self.prime_out / "weights" / f"step_{step}"
+
+    def trainer_ckpt(self, step: int) -> Path:
+        return self.prime_out / "checkpoints" / f"step_{step}"
+
+    def orchestrator_ckpt(self, step: int) -> Path:
+        return self.prime_out / "run_default" / "checkpoints" / f"step_{step}"
+
+    def broadcast(self, step: int) -> Path:
+        return self.prime_out / "run_default" / "broadcasts" / f"step_{step}"
+
+    def rollout_steps(self) -> list[int]:
+        """Step numbers that have a rollouts dir, ascending."""
+        return sorted_steps(self.rollouts)
+
+    def weight_steps(self) -> list[int]:
+        return sorted_steps(self.prime_out / "weights")
+
+
+_STEP_RE = re.compile(r"^step_(\d+)$")
+
+
+def sorted_steps(parent: Path) -> list[int]:
+    """The N of every step_N child of `parent`, ascending (the seed's `sort -V | tail -1`)."""
+    if not parent.is_dir():
+        return []
+    return sorted(int(m.group(1)) for p in parent.iterdir() if (m := _STEP_RE.match(p.name)))
+
+
+class RunDir:
+    """A run directory: `runs/<dataset>-<UTC timestamp>/`."""
+
+    def __init__(self, root: Path | str):
+        self.root = Path(root).resolve()
+
+    # ---- top-level files
+    @property
+    def run_json(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def metrics_json(self) -> Path:
+        return self.root / "metrics.json"
+
+    @property
+    def scratchpad(self) -> Path:
+        return self.root / "scratchpad.md"
+
+    @property
+    def hub_env_json(self) -> Path:
+        return self.root / "hub_env.json"
+
+    @property
+    def best_iter_json(self) -> Path:
+        return self.root / "best_iter.json"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / ".lock"
+
+    @property
+    def plot_png(self) -> Path:
+        return self.root / "eval_acc.png"
+
+    # ---- arms
+    def iter(self, n: int) -> ArmDir:
+        return ArmDir(self.root, f"iter_{n}")
+
+    def control(self, arm: str) -> ArmDir:
+        return ArmDir(self.root, CONTROL_ARMS[arm])
+
+    def iter_indices(self) -> list[int]:
+        out = []
+        for p in self.root.iterdir() if self.root.is_dir() else []:
+            m = re.match(r"^iter_(\d+)$", p.name)
+            if m and p.is_dir():
+                out.append(int(m.group(1)))
+        return sorted(out)
+
+    # ---- validation
+    def require(self) -> "RunDir":
+        """Fail with one line unless this looks like a run directory."""
+        if not self.root.is_dir():
+            raise RunDirError(f"run dir {self.root} does not exist; create one with `selfimprove bootstrap <dataset>`")
+        if not self.run_json.is_file():
+            raise RunDirError(f"{self.run_json}: not found; is {self.root} a run dir made by `selfimprove bootstrap`?")
+        return self
+
+    # ---- typed IO
+    def read_run(self) -> RunConfig:
+        return read_model(self.run_json, RunConfig)
+
+    def write_run(self, cfg: RunConfig) -> None:
+        write_model(self.run_json, cfg)
+
+    def read_metrics(self) -> Metrics:
+        return read_model(self.metrics_json, Metrics)
+
+    def write_metrics(self, metrics: Metrics) -> None:
+        write_model(self.metrics_json, metrics)
+
+    def record_arm(self, record: IterRecord) -> None:
+        """Add or replace the record of `record.arm` in metrics.json (idempotent: no duplicates)."""
+        metrics = self.read_metrics()
+        kept = [r for r in metrics.iters if r.arm != record.arm]
+        metrics.iters = kept + [record]
+        self.write_metrics(metrics)
+
+    def read_hub_env(self) -> HubEnv:
+        if not self.hub_env_json.is_file():
+            raise RunDirError(f"{self.hub_env_json}: not found; run `selfimprove introspect --run-dir {self.root}` first")
+        return read_model(self.hub_env_json, HubEnv)
+
+    def write_hub_env(self, hub: HubEnv) -> None:
+        write_model(self.hub_env_json, hub)
+
+    def read_eval_summary(self, arm: ArmDir) -> EvalSummary:
+        return read_model(arm.eval_summary, EvalSummary)
+
+    def append_scratchpad(self, text: str) -> None:
+        """Append a block to scratchpad.md (atomic rewrite: the file is small)."""
+        old = self.scratchpad.read_text(encoding="utf-8") if self.scratchpad.exists() else ""
+        sep = "" if not old or old.endswith("\n\n") else ("\n" if old.endswith("\n") else "\n\n")
+        atomic_write_text(self.scratchpad, old + sep + text.rstrip("\n") + "\n")
+
+    # ---- lock
+    @contextlib.contextmanager
+    def lock(self, command: str = "selfimprove") -> Iterator[None]:
+        """Hold the run dir's lock for the duration of a phase.
+
+        A second holder fails at once with the first one's pid. The kernel drops
+        an flock when its process dies, so a stale lock is simply taken over.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = _read_lock_holder(self.lock_file)
+                raise RunDirLocked(
+                    f"run dir {self.root} is locked by pid {holder.get('pid', '?')} "
+                    f"({holder.get('command', 'unknown command')}); wait for it to finish or stop that process"
+                ) from None
+            os.ftruncate(fd, 0)
+            os.write(fd, json.dumps({"pid": os.getpid(), "command": command, "since": time.time()}).encode())
+            os.fsync(fd)
+            yield
+        finally:
+            os.close(fd)  # releases the flock
+
+
+def _read_lock_holder(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text() or "{}")
+    except (OSError, json.JSONDecodeError):
+        return {}
