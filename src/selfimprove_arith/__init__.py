@@ -1,1 +1,46 @@
-"""placeholder"""
+"""`selfimprove-arith`: the embedded default environment (classic verifiers API).
+
+    import verifiers as vf
+    env = vf.load_environment("selfimprove-arith")
+
+A SingleTurnEnv over procedurally generated arithmetic expressions (a 20k-row
+train split and a 1k-row eval split, disjoint, deterministic). The student must
+reply `<answer>N</answer>`; an XMLParser extracts N and the rubric's one reward
+function checks it exactly. Rows carry no structural labels: whoever analyses
+failures must read the question text, as on a real dataset.
+"""
+
+from __future__ import annotations
+
+import verifiers as vf
+from datasets import Dataset
+
+from .problems import KINDS, make_split, sample
+
+__all__ = ["load_environment", "KINDS", "make_split", "sample", "SYSTEM_PROMPT", "PARSER_FIELDS"]
+
+SYSTEM_PROMPT = "Compute the expression. Reply with the result only, as <answer>N</answer>."
+PARSER_FIELDS = ["answer"]
+
+
+def correct_answer(completion, answer, parser, **kwargs) -> float:
+    """1.0 when the <answer> field equals the ground truth exactly (after trimming spaces)."""
+    parsed = parser.parse_answer(completion)
+    return 1.0 if parsed is not None and parsed.strip() == str(answer).strip() else 0.0
+
+
+def _rows(split: str, n: int) -> list[dict]:
+    return [{"question": q, "answer": str(a), "info": {}} for q, a in make_split(split, n)]
+
+
+def load_environment(num_train_examples: int = -1, num_eval_examples: int = -1, **kwargs) -> vf.Environment:
+    parser = vf.XMLParser(PARSER_FIELDS, answer_field="answer")
+    rubric = vf.Rubric(funcs=[correct_answer], weights=[1.0], parser=parser)
+    return vf.SingleTurnEnv(
+        dataset=lambda: Dataset.from_list(_rows("train", num_train_examples)),
+        eval_dataset=lambda: Dataset.from_list(_rows("eval", num_eval_examples)),
+        system_prompt=SYSTEM_PROMPT,
+        parser=parser,
+        rubric=rubric,
+        **kwargs,
+    )
