@@ -1,0 +1,58 @@
+"""Gates: pure checks over the teacher's files and the generated dataset.
+
+Each gate returns a `GateReport` that lists EVERY failing rule (never just the
+first), with generated-row indices where rows are at fault:
+
+    report.py      weakness_report.md front matter (WeaknessReport) + skeleton
+    dataset.py     row schema, report labels, the seed's nine validation lines
+    dedup.py       aliases of earlier iterations; n-gram overlap with the eval split
+    ngram_hash.py  stdlib-only eval n-gram hashing, loadable by path where eval rows are read
+    roundtrip.py   the hub parser extracts every row's answer from info.reasoning
+    reward_lint.py custom reward functions (Non-negotiable 4), run in a subprocess
+
+Rule ids are unique across gates, so reports can be merged (`merge_reports`).
+"""
+
+from .common import GateFailure, GateReport, merge_reports
+from .dataset import check_dataset, check_dataset_file, load_dataset_jsonl, seed_validation_lines
+from .dedup import check_eval_overlap, check_near_duplicates, template_signature
+from .ngram_hash import EvalNgramIndex, eval_ngram_index
+from .report import (
+    Bucket,
+    CustomReward,
+    Domain,
+    Feature,
+    SubDomain,
+    WeaknessReport,
+    check_weakness_report,
+    parse_weakness_report,
+    render_report_skeleton,
+)
+from .reward_lint import lint_reward_functions
+from .roundtrip import check_round_trip
+
+__all__ = [
+    "GateFailure",
+    "GateReport",
+    "merge_reports",
+    "WeaknessReport",
+    "Domain",
+    "SubDomain",
+    "Bucket",
+    "Feature",
+    "CustomReward",
+    "parse_weakness_report",
+    "check_weakness_report",
+    "render_report_skeleton",
+    "check_dataset",
+    "check_dataset_file",
+    "load_dataset_jsonl",
+    "seed_validation_lines",
+    "template_signature",
+    "check_near_duplicates",
+    "check_eval_overlap",
+    "EvalNgramIndex",
+    "eval_ngram_index",
+    "check_round_trip",
+    "lint_reward_functions",
+]

@@ -1,0 +1,260 @@
+"""Near-duplicate and contamination gates over generated questions.
+
+    check_near_duplicates(rows, {1: iter1_rows, 2: iter2_rows})  # aliases of earlier iterations
+    check_eval_overlap(rows, eval_questions)                      # shared n-grams with the eval split
+
+1. Aliases. The seed forbids "trivial paraphrases of prior iters' rows" and
+   calls "Sally->Sarah, 5->7" an alias. `template_signature` erases exactly
+   what an alias changes (numbers, number words, capitalised names, gendered
+   pronouns, short quoted literals, punctuation, case), so two questions
+   from one template with fresh names and numbers get the same signature.
+   Rules:
+   - `repeat_of_prior`: a question equal to an earlier iteration's question
+     (case/whitespace-normalised). Zero tolerance.
+   - `paraphrase_of_prior`: signature equal to an earlier row's signature, for
+     more than MAX_PRIOR_PARAPHRASE_SHARE (2%) of rows. 2% is below the 3%
+     bucket floor, so reusing any whole bucket's template fails, while a few
+     chance collisions of short generic templates do not.
+   A signature with fewer than MIN_TEMPLATE_WORDS words carries no template
+   (e.g. "<num> + <num>" for a bare arithmetic expression): there the
+   numbers ARE the problem, so only exact repeats count.
+
+2. Eval overlap. Word 8-grams (lowercased, sentence punctuation dropped,
+   numbers and operators kept), as in PaLM's contamination analysis: word
+   n-grams ignore formatting noise that breaks char n-grams, and eight
+   words in a row rarely coincide by chance. A generated row is flagged
+   when >= 50% of its 8-grams occur in the eval split (PaLM used 70%; our
+   rows are deliberate paraphrases, so we are stricter). Questions shorter
+   than n words are compared whole. Eval questions are hashed (8-byte
+   blake2b, ngram_hash.py) into a set as they stream in and never stored,
+   or arrive already hashed as an EvalNgramIndex; the report holds only
+   generated-row indices and counts, never eval text, and its messages
+   never quote a generated question (it may contain eval text).
+
+What is not covered: synonym rewrites ("Find" vs "Compute"), reordered
+clauses, and translation. Signatures are heuristics, not semantics.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from typing import Any, Iterable
+
+from .common import GateFailure, GateReport, share
+from .ngram_hash import DROP, NGRAM_N, EvalNgramIndex, eval_ngram_index, question_hashes
+
+MIN_TEMPLATE_WORDS = 4
+MAX_PRIOR_PARAPHRASE_SHARE = 0.02
+EVAL_MIN_OVERLAP = 0.5
+
+NUM, NAME, PRON, STR = "<num>", "<name>", "<pron>", "<str>"
+PLACEHOLDERS = (NUM, NAME, PRON, STR)
+
+# Capitalised words that are grammar, not names: kept as words so that
+# "How many ..." and "What is ..." stay different. Everything else that is
+# capitalised (names, places, brands, variables "A", "X") becomes <name>.
+_FUNCTION_WORDS = frozenset(
+    """a an the and or but nor if then else when whenever while what which who whom whose where why how
+    is are was were be been being am do does did has have had having it its this that these those there here
+    of in on at to from by for with without into onto over under between among after before during since until
+    per each every all any some no not none both either neither than as so such very more most less least
+    many much few several can could will would shall should may might must let suppose assume given
+    i we you our your my me us yes true false
+    find compute calculate determine evaluate solve write show prove explain list name give return consider
+    reverse sort count convert simplify translate identify classify choose select answer read use rewrite
+    fix implement complete fill estimate round add subtract multiply divide expand factor order arrange
+    match predict describe summarize summarise state check decide tell output print create generate""".split()
+)
+_NUMBER_WORDS = frozenset(
+    """zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen
+    seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty ninety hundred thousand million
+    billion half halves third thirds quarter quarters dozen twice thrice double triple first second fourth fifth
+    sixth seventh eighth ninth tenth once""".split()
+)
+# Swapping "Sally" for "Tom" drags "she" -> "he" along; both are part of the alias.
+_PRONOUNS = frozenset("he she him her his hers himself herself they them their theirs themselves".split())
+_DROP = DROP  # sentence punctuation, the same set the n-gram tokens drop
+
+_NUMBER_RE = re.compile(r"\d+(?:[.,]\d+)*(?:[eE][-+]?\d+)?(?:st|nd|rd|th)?")
+# Short quoted literals (<= 3 words) are parameters like names; long quotes and
+# code blocks are content and stay in the signature.
+_QUOTED_RE = re.compile(r"\"([^\"\n]{1,60})\"|“([^”\n]{1,60})”|`([^`\n]{1,60})`")
+_TOKEN_RE = re.compile(r"<(?:num|name|pron|str)>|[^\W\d_]+|\S")
+
+
+def _quoted_to_placeholder(m: re.Match) -> str:
+    inner = next(g for g in m.groups() if g is not None)
+    return f" {STR} " if len(inner.split()) <= 3 else m.group(0)
+
+
+def template_signature(text: str) -> str:
+    """The question with names, numbers, pronouns, short literals and punctuation erased.
+
+    "Sally has 5 apples." and "Sarah has 7 apples" -> "<name> has <num> apples".
+    Runs of one placeholder collapse ("Sally Smith" and "Tom" are both <name>).
+    """
+    text = unicodedata.normalize("NFKC", str(text))
+    text = _QUOTED_RE.sub(_quoted_to_placeholder, text)
+    text = _NUMBER_RE.sub(f" {NUM} ", text)
+    out: list[str] = []
+    for tok in _TOKEN_RE.findall(text):
+        low = tok.lower()
+        if tok in PLACEHOLDERS:
+            sig = tok
+        elif tok in _DROP:
+            continue
+        elif low in _NUMBER_WORDS:
+            sig = NUM
+        elif low in _PRONOUNS:
+            sig = PRON
+        elif tok[0].isupper() and (low not in _FUNCTION_WORDS or (len(tok) == 1 and tok != "I")):
+            sig = NAME  # a single capital letter is a variable ("Let A be"), never the article
+        else:
+            sig = low
+        if sig in PLACEHOLDERS and out and out[-1] == sig:
+            continue
+        out.append(sig)
+    return " ".join(out)
+
+
+def _template_words(signature: str) -> int:
+    return sum(1 for t in signature.split() if t not in PLACEHOLDERS and t[0].isalpha())
+
+
+def _exact_key(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def _question(row: Any) -> str | None:
+    q = row.get("question") if isinstance(row, dict) else None
+    return q if isinstance(q, str) and q.strip() else None
+
+
+def _bucket(row: Any) -> str:
+    info = row.get("info") if isinstance(row, dict) else None
+    info = info if isinstance(info, dict) else {}
+    return f"{info.get('domain')} / {info.get('sub_domain')}"
+
+
+def check_near_duplicates(
+    rows: list[dict],
+    prior_rows_by_iter: dict[int, list[dict]],
+    max_share: float = MAX_PRIOR_PARAPHRASE_SHARE,
+    min_template_words: int = MIN_TEMPLATE_WORDS,
+) -> GateReport:
+    """Flag rows that repeat or alias a row of an earlier iteration; report per-bucket diversity."""
+    prior_exact: dict[str, int] = {}
+    prior_sig: dict[str, int] = {}
+    for it in sorted(prior_rows_by_iter):
+        for row in prior_rows_by_iter[it]:
+            q = _question(row)
+            if q is None:
+                continue
+            prior_exact.setdefault(_exact_key(q), it)
+            sig = template_signature(q)
+            if _template_words(sig) >= min_template_words:
+                prior_sig.setdefault(sig, it)
+
+    repeats: list[int] = []
+    paraphrases: list[int] = []
+    repeat_iters: Counter = Counter()
+    paraphrase_iters: Counter = Counter()
+    sigs_by_bucket: dict[str, list[str]] = defaultdict(list)
+    uninformative = 0
+    for i, row in enumerate(rows):
+        q = _question(row)
+        if q is None:
+            continue  # the dataset gate's row_schema reports it
+        sig = template_signature(q)
+        sigs_by_bucket[_bucket(row)].append(sig)
+        informative = _template_words(sig) >= min_template_words
+        uninformative += not informative
+        if _exact_key(q) in prior_exact:
+            repeats.append(i)
+            repeat_iters[prior_exact[_exact_key(q)]] += 1
+        elif informative and sig in prior_sig:
+            paraphrases.append(i)
+            paraphrase_iters[prior_sig[sig]] += 1
+
+    def by_iter(c: Counter) -> str:
+        return ", ".join(f"iter_{k}: {v}" for k, v in sorted(c.items()))
+
+    failures = []
+    if repeats:
+        failures.append(GateFailure(rule="repeat_of_prior", message=f"{len(repeats)} row(s) repeat an earlier iteration's question verbatim ({by_iter(repeat_iters)})", rows=repeats))
+    T = len(rows)
+    if paraphrases and share(len(paraphrases), T) > max_share:
+        failures.append(GateFailure(
+            rule="paraphrase_of_prior",
+            message=f"{len(paraphrases)} row(s) = {share(len(paraphrases), T):.1%} alias an earlier iteration's row (same template, names/numbers swapped: {by_iter(paraphrase_iters)}); max {max_share:.0%}",
+            rows=paraphrases,
+        ))
+
+    all_sigs = [s for ss in sigs_by_bucket.values() for s in ss]
+    stats = {
+        "prior_rows": sum(len(v) for v in prior_rows_by_iter.values()),
+        "repeat_rows": len(repeats),
+        "paraphrase_rows": paraphrases,
+        "paraphrase_share": round(share(len(paraphrases), T), 4),
+        "uninformative_signatures": uninformative,  # rows compared by exact repeat only
+        "distinct_signatures": len(set(all_sigs)),
+        "distinct_signature_share": round(share(len(set(all_sigs)), len(all_sigs)), 4),
+        # Pillar 2: clones differing only in names/numbers count as one row.
+        "per_bucket": {b: {"rows": len(ss), "distinct_signatures": len(set(ss))} for b, ss in sorted(sigs_by_bucket.items())},
+    }
+    return GateReport.build("near_duplicates", failures, stats)
+
+
+# ---------------------------------------------------------------- eval overlap
+
+
+def check_eval_overlap(
+    rows: list[dict],
+    eval_questions: Iterable[str] | EvalNgramIndex,
+    n: int = NGRAM_N,
+    min_overlap: float = EVAL_MIN_OVERLAP,
+    max_flagged_share: float = 0.0,
+) -> GateReport:
+    """Flag generated rows whose word n-grams overlap the eval split; counts and row ids only.
+
+    `eval_questions` is either the eval questions (an iterable consumed once,
+    each text dropped after hashing) or, better, an `EvalNgramIndex` built
+    where the eval rows are read so that no eval text enters this process at
+    all (see ngram_hash.py); the index's own n is used then. The gate fails
+    when the flagged share exceeds `max_flagged_share` (default: any flagged
+    row); the caller may drop the flagged rows and re-gate.
+    """
+    index = eval_questions if isinstance(eval_questions, EvalNgramIndex) else eval_ngram_index(eval_questions, n)
+    del eval_questions  # nothing below can see eval text: only integer hashes survive
+    n = index.n
+
+    flagged: list[int] = []
+    any_shared = 0
+    for i, row in enumerate(rows):
+        q = _question(row)
+        if q is None:
+            continue
+        grams = question_hashes(q, n)
+        hits = sum(1 for g in grams if g in index.hashes)
+        any_shared += hits > 0
+        if grams and hits / len(grams) >= min_overlap:
+            flagged.append(i)
+
+    failures = []
+    if flagged and share(len(flagged), len(rows)) > max_flagged_share:
+        failures.append(GateFailure(
+            rule="eval_overlap",
+            message=f"{len(flagged)} generated row(s) share >= {min_overlap:.0%} of their word {n}-grams with eval questions (eval text is never shown; drop or regenerate these rows)",
+            rows=flagged,
+        ))
+    stats = {
+        "n": n,
+        "min_overlap": min_overlap,
+        "eval_questions": index.n_questions,
+        "eval_ngrams": len(index.hashes),
+        "rows_with_any_shared_ngram": any_shared,
+        "flagged_rows": len(flagged),
+    }
+    return GateReport.build("eval_overlap", failures, stats)

@@ -1,0 +1,79 @@
+"""Hashed word n-grams of questions, for the eval-overlap gate. STANDARD LIBRARY ONLY.
+
+Eval rows are sealed, so eval questions should be hashed where they are read
+(e.g. in the environment probe, a fresh interpreter that may lack selfimprove)
+and only integers should cross into the tool. This file has no selfimprove
+imports, so such a process can load it by path:
+
+    spec = importlib.util.spec_from_file_location("ngram_hash", path_of_this_file)
+    mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+    reply = mod.eval_ngram_index(q for q in eval_questions).to_json()
+
+and the tool rebuilds it with `EvalNgramIndex.from_json(reply)`.
+
+Tokens: NFKC, casefold, words (\\w+) and single symbols, sentence punctuation
+dropped (numbers and operators kept: "3+4" and "3*4" are different
+questions). A text with fewer than n tokens is hashed whole, tagged, so short
+questions (bare expressions) are compared by exact match. Hash: the first 8
+bytes of blake2b over the tokens joined by U+001F, as a big-endian int.
+Changing any of this changes every hash: bump HASH_VERSION.
+"""
+
+# No `from __future__ import annotations`: with string annotations a dataclass
+# looks its module up in sys.modules, which fails when loaded by path unregistered.
+import hashlib
+import re
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+HASH_VERSION = 1
+NGRAM_N = 8
+DROP = frozenset(".,;:!?'\"“”‘’`")
+_TOKEN_RE = re.compile(r"\w+|[^\w\s]")
+
+
+def overlap_tokens(text: str) -> list[str]:
+    text = unicodedata.normalize("NFKC", str(text)).casefold()
+    return [t for t in _TOKEN_RE.findall(text) if t not in DROP]
+
+
+def _hash(parts: Iterable[str]) -> int:
+    return int.from_bytes(hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def question_hashes(text: str, n: int = NGRAM_N) -> list[int]:
+    """Hashes of the text's word n-grams, or one hash of the whole text when it is shorter than n."""
+    tokens = overlap_tokens(text)
+    if len(tokens) < n:
+        return [_hash(["<whole>", *tokens])] if tokens else []
+    return [_hash(tokens[k : k + n]) for k in range(len(tokens) - n + 1)]
+
+
+@dataclass(frozen=True)
+class EvalNgramIndex:
+    """The eval split reduced to a set of n-gram hashes: no text, nothing to leak."""
+
+    n: int
+    n_questions: int
+    hashes: frozenset
+    version: int = HASH_VERSION
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": self.version, "n": self.n, "n_questions": self.n_questions, "hashes": sorted(self.hashes)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> "EvalNgramIndex":
+        if data.get("version") != HASH_VERSION:
+            raise ValueError(f"eval n-gram index version {data.get('version')} != {HASH_VERSION}; rebuild it")
+        return cls(n=int(data["n"]), n_questions=int(data["n_questions"]), hashes=frozenset(int(h) for h in data["hashes"]))
+
+
+def eval_ngram_index(questions: Iterable[str], n: int = NGRAM_N) -> EvalNgramIndex:
+    """Consume the questions once, keeping only hashes (each text is dropped after hashing)."""
+    hashes: set[int] = set()
+    count = 0
+    for q in questions:
+        count += 1
+        hashes.update(question_hashes(q, n))
+    return EvalNgramIndex(n=n, n_questions=count, hashes=frozenset(hashes))

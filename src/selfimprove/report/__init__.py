@@ -1,0 +1,10 @@
+"""Reports over finished arms: the eval-accuracy plot (`plot`) and optional W&B logging (`wandb_log`).
+
+Both import their heavy, optional library (matplotlib, wandb) inside the
+function, so `import selfimprove` stays light and works without the extras.
+"""
+
+from .plot import plot_eval_acc
+from .wandb_log import log_arms_to_wandb
+
+__all__ = ["plot_eval_acc", "log_arms_to_wandb"]
