@@ -1,0 +1,40 @@
+# Two entry points for a fresh clone (see README):
+#   make demo   set up .venv, then run the whole loop on the embedded CPU default
+#   make test   set up .venv, then run the full test suite
+# Everything installs into ./.venv; torch is the CPU wheel pinned in pyproject.
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+# Demo knobs (override on the command line, e.g. make demo BUDGET=20m)
+BUDGET ?= 5m
+DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --budget $(BUDGET) --max-iters 3
+
+.PHONY: setup demo test test-quick bench clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[local,plots,dev]"
+	touch $@
+
+demo: setup
+	$(BIN)/selfimprove run selfimprove-arith $(DEMO_FLAGS) --teacher examples/arith_teacher.py:ArithTeacher
+
+test: setup
+	$(BIN)/python -m pytest
+
+test-quick: setup
+	$(BIN)/python -m pytest -m "not slow"
+
+bench: setup
+	$(BIN)/python bench/engine.py
+	$(BIN)/python bench/latency.py
+	$(BIN)/python bench/iterate.py
+	$(BIN)/python bench/lift.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,5 @@
+"""`python -m selfimprove` = the `selfimprove` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,53 @@
+"""`selfimprove compare`: Phase 4 control runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..phases.compare import compare
+from ..rundir import RunDir
+from ..ui import out, phase_line
+from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
+
+
+@cli_errors
+def command(
+    run_dir: RunDirOpt,
+    control: Annotated[bool, typer.Option("--control/--no-control", help="Run C: iter_0 + the same steps on REAL data (the equal-compute control).")] = True,
+    restart: Annotated[bool, typer.Option(help="After a crashed arm job: clean relaunch.")] = False,
+    resume: Annotated[bool, typer.Option(help="After a crashed arm job: relaunch from its last checkpoint.")] = False,
+    cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a job this many hours past its expected end (default 2).")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Phase 4: pick BEST_ITER and run the controls on the full eval split.
+
+    Run A replays the best dataset from iter_0, Run B mixes real + best from the
+    base model, Run C (default on) trains iter_0 for the same steps on real data.
+    A failing arm is logged in run.json phase4_errors and the others go on.
+    Re-running resumes: finished arms are kept, a running job is attached to.
+
+    Example usage:
+
+        selfimprove compare --run-dir $RUN_DIR
+    """
+    rd = RunDir(run_dir)
+    cfg = rd.require().read_run()
+
+    def on_arm(arm: str, event: str) -> None:
+        if not json_:
+            phase_line(event, arm, cfg.start_ts, cfg.budget_seconds)
+
+    result = compare(rd, control=control, restart=restart, resume=resume, quiet=json_, cap_hours=cap_hours, on_arm=on_arm)
+    if json_:
+        print_json(result)
+        return
+    b = result["best"]
+    out.print(f"BEST_ITER = iter_{b['best_iter']} (eval_acc {b['eval_acc']:.3f} on {b['n_eval']} examples)", markup=False)
+    for arm, rec in result["arms"].items():
+        lo, hi = rec["acc_ci95"]
+        out.print(f"{arm}: eval_acc {rec['eval_acc']:.3f} [{lo:.3f}, {hi:.3f}] on n={rec['n_eval']} (full eval split)", markup=False)
+    for arm, err in result["errors"].items():
+        out.print(f"{arm}: FAILED: {err}", markup=False)
+    out.print(f"next: selfimprove finalize --run-dir {rd.root}", markup=False)

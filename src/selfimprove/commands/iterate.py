@@ -1,0 +1,49 @@
+"""`selfimprove iterate`: Phase 3, one resumable step machine per iteration."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..phases.iterate import iterate
+from ..rundir import RunDir
+from ..ui import out, phase_line
+from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
+
+
+@cli_errors
+def command(
+    run_dir: RunDirOpt,
+    once: Annotated[bool, typer.Option(help="Stop after one finished iteration (default: go on until the teacher must act or Phase 3 ends).")] = False,
+    restart: Annotated[bool, typer.Option(help="After a crashed training job: clean relaunch of its arm.")] = False,
+    resume: Annotated[bool, typer.Option(help="After a crashed training job: relaunch from its last saved checkpoint.")] = False,
+    gen_timeout: Annotated[float, typer.Option(help="Seconds gen_dataset.py may run.")] = 900.0,
+    cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a training job this many hours past its expected end (default 2).")] = None,
+    json_: JsonOpt = False,
+) -> None:
+    """Phase 3: run the current iteration's next incomplete step, and on.
+
+    Stops where the teacher must act (exit 3: write/fix iter_N/weakness_report.md
+    and iter_N/gen_dataset.py; exit 4: a gate failed, the list says what), when
+    Phase 3 ends (budget or max_iters; exit 0), or after --once. Re-running
+    continues exactly where it stopped, and attaches to a training job that is
+    still running instead of launching another.
+
+    Example usage:
+
+        selfimprove iterate --run-dir $RUN_DIR
+    """
+    rd = RunDir(run_dir)
+    cfg = rd.require().read_run()
+
+    def on_step(n: int, step: str) -> None:
+        if not json_:
+            phase_line(step, f"iter_{n}", cfg.start_ts, cfg.budget_seconds)
+
+    result = iterate(rd, restart=restart, resume=resume, quiet=json_, once=once, gen_timeout=gen_timeout,
+                     cap_hours=cap_hours, on_step=on_step)
+    if json_:
+        print_json({"stop": result.kind, "iteration": result.iteration, "message": result.message, **result.details})
+    else:
+        out.print(result.message, markup=False)

@@ -1,0 +1,33 @@
+"""`selfimprove note`: record what the agent must log in run.json."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import UsageError
+from ..rundir import RunDir
+from ..ui import out
+from ._common import RunDirOpt, cli_errors
+
+
+@cli_errors
+def command(
+    run_dir: RunDirOpt,
+    compact_failed: Annotated[Optional[str], typer.Option(help="The /compact failure message to log (the run goes on).")] = None,
+) -> None:
+    """Log an agent-side event in run.json, e.g. a failed /compact between iterations.
+
+    Example usage:
+
+        selfimprove note --run-dir $RUN_DIR --compact-failed "context compaction timed out"
+    """
+    if not compact_failed:
+        raise UsageError("nothing to note; pass --compact-failed \"message\"")
+    rd = RunDir(run_dir).require()
+    with rd.lock("note"):
+        cfg = rd.read_run()
+        cfg.compact_warnings = [*cfg.compact_warnings, compact_failed]
+        rd.write_run(cfg)
+    out.print(f"logged to {rd.run_json} compact_warnings ({len(cfg.compact_warnings)} so far)", markup=False)

@@ -1,0 +1,137 @@
+"""Training arms shared by iterate (iter_N) and compare (Runs A, B, C).
+
+An arm = an rl.toml, a detached engine job writing the prime-rl layout into
+the arm's prime_out/, and a sealed eval aggregation. The rl.toml holds the
+seed's mandates for the arm (resume step, absolute max_steps, batch, rollouts,
+train envs, eval env = the real env) plus the training knobs of the canonical
+config iter_0 trained with (seq_len, train sampling, lr, renderer, seed), so
+an arm trains like iter_0 with only the data changed; the teacher's optional
+per-iteration overrides go on top. Eval sampling is never overridden: every
+arm is evaluated alike.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from ..engines import engine_command
+from ..engines.jobs import JobExpectation, run_training
+from ..errors import ConfigError
+from ..models import EvalSummary, RunConfig
+from ..rundir import ArmDir, RunDir
+from ..stack import prime_rl
+from .evals import aggregate_eval
+from .staging import is_staged, stage_checkpoints
+
+
+def stage(rd: RunDir, arm: ArmDir, step: int) -> None:
+    """Stage iter_0's step-`step` trees into `arm` unless they are already there."""
+    if not is_staged(arm, step):
+        stage_checkpoints(rd.iter(0), arm, step)
+
+# Keys a teacher may change per iteration (the seed: "everything else is the
+# teacher's discretion"); the pinned ones (steps, batch, rollouts, resume, envs)
+# are not in this list and are refused.
+TEACHER_KEYS = {
+    "seq_len",
+    "trainer.optim.lr",
+    "orchestrator.train.sampling.temperature",
+    "orchestrator.train.sampling.max_completion_tokens",
+}
+
+
+def canonical_path(rd: RunDir) -> Path:
+    """The canonical config iter_0 trained with (baseline copies it into iter_0/)."""
+    p = rd.iter(0).dir / "canonical_rl.toml"
+    if not p.is_file():
+        raise ConfigError(f"{p}: missing; iter_0 was not trained by `selfimprove baseline` here. "
+                          "Pass the canonical config with `selfimprove bootstrap --config` and re-run baseline")
+    return p
+
+
+def canonical_config(rd: RunDir) -> dict:
+    return prime_rl.read_toml(canonical_path(rd))
+
+
+def _flatten(d: dict, prefix: str = "") -> dict[str, object]:
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}.{k}" if prefix else k
+        if isinstance(v, dict):
+            out.update(_flatten(v, key))
+        else:
+            out[key] = v
+    return out
+
+
+def teacher_overrides(path: Path | None) -> dict:
+    """iter_N/overrides.toml: optional per-iteration knobs; pinned keys are refused by name."""
+    if path is None or not path.is_file():
+        return {}
+    data = prime_rl.read_toml(path)
+    bad = sorted(k for k in _flatten(data) if k not in TEACHER_KEYS)
+    if bad:
+        raise ConfigError(f"{path}: key '{bad[0]}' is pinned by the loop or unknown; allowed: {', '.join(sorted(TEACHER_KEYS))}")
+    return data
+
+
+def _wandb(cfg: RunConfig, name: str) -> dict | None:
+    return {"project": cfg.wandb_project, "name": name} if cfg.wandb_project else None
+
+
+def _knobs(rd: RunDir, overrides: dict) -> dict:
+    """Canonical knobs with the teacher's overrides on top (same keys, same mapping)."""
+    return {**prime_rl.canonical_knobs(canonical_config(rd)), **prime_rl.canonical_knobs(overrides)}
+
+
+def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], resume_step: int, num_examples: int,
+                       wandb_name: str, overrides: dict | None = None) -> dict:
+    hub = rd.read_hub_env()
+    return prime_rl.resume_config(
+        model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
+        rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
+        eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
+        **_knobs(rd, overrides or {}),
+    )
+
+
+def fresh_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], num_examples: int, wandb_name: str) -> dict:
+    hub = rd.read_hub_env()
+    return prime_rl.fresh_config(
+        model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
+        rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
+        eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
+        **_knobs(rd, {}),
+    )
+
+
+def train_arm(
+    rd: RunDir, cfg: RunConfig, arm: ArmDir, config: dict, *, record_name: str, num_examples: int,
+    rows: int | None, restart: bool = False, resume: bool = False, quiet: bool = False,
+    cap_hours: float | None = None, before_launch: Callable[[], None] | None = None,
+) -> EvalSummary:
+    """Write rl.toml, launch or attach to the job, aggregate its final eval, record it in metrics.json.
+
+    `before_launch` runs before every fresh launch: resuming arms stage iter_0's
+    trees there, because --restart moves the whole prime_out aside.
+    """
+    max_steps = int(config["max_steps"])
+    prime_rl.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
+    cmd = engine_command(cfg) + prime_rl.rl_command_args([arm.rl_toml], {}, arm.prime_out)
+    expect = JobExpectation(max_steps=max_steps, num_examples=num_examples, cap_hours=cap_hours)
+    run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch)
+    return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=rd, key=record_name, rows=rows)
+
+
+def train_resumed_arm(rd: RunDir, cfg: RunConfig, arm: ArmDir, *, train_envs: list[dict], resume_step: int,
+                      restart: bool, resume: bool, quiet: bool, cap_hours: float | None, wandb_name: str,
+                      overrides_file: Path | None, rows: int | None,
+                      num_examples: int | None = None, record_name: str | None = None) -> EvalSummary:
+    """An arm resumed from iter_0's final checkpoint (iter_N, Run A, Run C); stages it before launch."""
+    n_eval = num_examples or cfg.eval_examples
+    config = resumed_arm_config(rd, cfg, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
+                                wandb_name=wandb_name, overrides=teacher_overrides(overrides_file))
+    return train_arm(rd, cfg, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
+                     rows=rows, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
+                     before_launch=lambda: stage(rd, arm, resume_step))

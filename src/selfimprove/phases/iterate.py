@@ -1,0 +1,168 @@
+"""Phase 3, `iterate`: the resumable state machine of one iteration, looped.
+
+Each call works on the current iteration N (the lowest N >= 1 without
+`iter_N/record.json`) and runs its next incomplete step. A step is done iff
+its durable artefact exists and validates (hashes tie every artefact to the
+inputs it was made from), so re-invoking after a crash continues where it
+stopped, and editing the generator re-runs exactly what depends on it.
+
+    1 gate       pre-iteration budget gate (the ONLY way Phase 3 ends)
+    2 analyze    failures.jsonl + analysis.json + skeletons + scratchpad entry -> stop for the teacher
+    3 report     weakness_report.md front matter gate            -> report_gate.json
+    4 generate   run gen_dataset.py in a subprocess              -> dataset.jsonl + generate.json
+    5 gate       every dataset rule, round trip, dedup, overlap  -> gate_report.json
+    6 package    env package mirroring the real env, installed   -> package.json
+    7 stage      iter_0's final-step trees into prime_out        -> stage.json
+    8 train      rl.toml, detached job, sealed eval aggregation  -> eval_summary.json
+    9 record     scratchpad results, verdict vs noise            -> record.json
+
+The teacher acts at exactly two points: after step 2 (write the report and
+the generator) and when a gate fails (fix the generator, never the rows).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from ..errors import GateFailed, TeacherActionNeeded
+from ..models import RunConfig
+from ..rundir import ArmDir, RunDir, atomic_write_json
+from . import iteration_steps as steps
+from .analyze import analyze_failures
+
+StopKind = Literal["teacher", "ended", "iteration_done"]
+
+
+@dataclass
+class IterateResult:
+    """Why `iterate` stopped and what to do next."""
+
+    kind: StopKind
+    iteration: int
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+def current_iteration(rd: RunDir) -> int:
+    """The lowest N >= 1 whose record.json is missing."""
+    n = 1
+    while (rd.iter(n).dir / "record.json").is_file():
+        n += 1
+    return n
+
+
+def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
+    """The seed's pre-iteration gate. Ends Phase 3 (status + reason) or returns None."""
+    elapsed = time.time() - cfg.start_ts
+    if elapsed >= cfg.budget_seconds:
+        status, reason = "budget_exhausted", f"budget of {cfg.budget_seconds} s used ({elapsed:.0f} s elapsed) before iter_{n}"
+    elif n >= cfg.max_iters:
+        status, reason = "max_iters_reached", f"max_iters={cfg.max_iters} reached (iter_0..iter_{n - 1} done)"
+    else:
+        return None
+    cfg.status, cfg.reason = status, reason
+    rd.write_run(cfg)
+    rd.append_scratchpad(f"## Phase 3 ended: {status}\n\n{reason}. Next: `selfimprove compare`, then `selfimprove finalize`.\n")
+    return IterateResult("ended", n, f"Phase 3 ended: {status} ({reason}); next: selfimprove compare --run-dir {rd.root}")
+
+
+def iterate(
+    rd: RunDir,
+    *,
+    restart: bool = False,
+    resume: bool = False,
+    quiet: bool = False,
+    once: bool = False,
+    gen_timeout: float = 900.0,
+    cap_hours: float | None = None,
+    on_step: Callable[[int, str], None] | None = None,
+) -> IterateResult:
+    """Run iterations until the teacher must act, Phase 3 ends, or (with once) one iteration is done."""
+    rd.require()
+    with rd.lock("iterate"):
+        while True:
+            cfg = rd.read_run()
+            if cfg.status != "running":
+                return IterateResult("ended", current_iteration(rd), f"Phase 3 is over (status {cfg.status}); next: selfimprove compare --run-dir {rd.root}")
+            if not rd.iter(0).eval_summary.is_file():
+                raise TeacherActionNeeded(f"{rd.iter(0).eval_summary}: missing; run `selfimprove baseline --run-dir {rd.root}` first")
+            n = current_iteration(rd)
+            result = run_one_iteration(rd, cfg, n, restart=restart, resume=resume, quiet=quiet,
+                                       gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step)
+            restart = resume = False  # flags apply to the job that was stuck, not to later ones
+            if result.kind != "iteration_done" or once:
+                return result
+
+
+def run_one_iteration(
+    rd: RunDir, cfg: RunConfig, n: int, *, restart: bool, resume: bool, quiet: bool,
+    gen_timeout: float, cap_hours: float | None, on_step: Callable[[int, str], None] | None,
+) -> IterateResult:
+    it = rd.iter(n)
+    note = on_step or (lambda _n, _s: None)
+
+    # 1-2. gate + analyze (only before an iteration starts: a started one is finished)
+    # skeletons.json is written last in this step: its existence means the step is done.
+    if not (it.dir / "skeletons.json").is_file():
+        if not it.dir.is_dir():
+            ended = budget_gate(rd, cfg, n)
+            if ended:
+                return ended
+        note(n, "analyze")
+        prev = rd.iter(n - 1)
+        prev_summary = rd.read_eval_summary(prev)
+        it.dir.mkdir(parents=True, exist_ok=True)
+        analysis = analyze_failures(prev, it.dir, prev_eval_acc=prev_summary.eval_acc, prev_final_step=prev_summary.final_step or 0)
+        steps.append_iteration_entry(rd, n, analysis)
+        steps.write_skeletons(rd, cfg, n, analysis)
+    if steps.teacher_files_untouched(it):
+        raise TeacherActionNeeded(
+            f"teacher: fill {it.dir}/weakness_report.md and {it.dir}/gen_dataset.py "
+            f"(inputs: failures.jsonl, analysis.json, hub_env.json), then re-run `selfimprove iterate --run-dir {rd.root}`"
+        )
+
+    # 3. report gate
+    note(n, "report gate")
+    report = steps.report_gate(it)
+
+    # 4. generate
+    if not steps.generated_is_current(it):
+        note(n, "generate")
+        steps.generate(it, timeout=gen_timeout)
+
+    # 5. dataset gate
+    if not steps.dataset_gate_is_current(it):
+        note(n, "dataset gate")
+        steps.dataset_gate(rd, it, n, report)
+
+    # 6. package
+    package = steps.package_name_for(cfg, f"iter_{n}")
+    if not steps.package_is_current(it):
+        note(n, "package")
+        steps.package(rd, it, package, report, origin=f"iteration {n}")
+
+    # 7. stage + 8. train
+    if not it.eval_summary.is_file():
+        note(n, "stage + train")
+        f = steps.iter0_final_step(rd)
+        steps.train_resumed_arm(
+            rd, cfg, it, train_envs=[{"id": package}], resume_step=f, restart=restart, resume=resume,
+            quiet=quiet, cap_hours=cap_hours, wandb_name=f"iter_{n}", overrides_file=it.dir / "overrides.toml",
+            rows=steps.dataset_rows(it),
+        )
+
+    # 9. record
+    note(n, "record")
+    record = steps.record_iteration(rd, n)
+    atomic_write_json(it.dir / "record.json", record)
+    return IterateResult(
+        "iteration_done", n,
+        f"iter_{n} done: eval_acc {record['eval_acc']:.3f} ({record['verdict']}). "
+        "Agent: /compact now (on failure: selfimprove note --compact-failed \"...\"), then re-run iterate.",
+        record,
+    )
+
+
+__all__ = ["iterate", "IterateResult", "current_iteration", "budget_gate", "GateFailed", "ArmDir"]

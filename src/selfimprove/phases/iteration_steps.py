@@ -1,0 +1,287 @@
+"""The steps of one Phase 3 iteration (see phases/iterate.py for the order).
+
+Every step writes its artefact LAST and records the hashes of its inputs, so
+"done" means "the artefact exists and was made from the current inputs".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from string import Template
+
+from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
+from ..gates.common import GateReport, merge_reports
+from ..gates.dataset import check_dataset, load_dataset_jsonl
+from ..gates.dedup import check_eval_overlap, check_near_duplicates
+from ..gates.ngram_hash import EvalNgramIndex
+from ..gates.report import WeaknessReport, check_weakness_report, render_report_skeleton
+from ..gates.reward_lint import lint_reward_functions
+from ..gates.roundtrip import check_round_trip
+from ..models import RunConfig
+from ..resources import project_file
+from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text
+from ..stack import verifiers_classic
+from ..stack.env_package import build_package, count_rows, file_sha256, install_and_verify, package_name
+from .arms import stage, train_resumed_arm  # noqa: F401  (re-exported for iterate)
+from .record import record_iteration  # noqa: F401
+
+RESULTS_MARKER = "<!-- results:iter_{n} -->"
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+# ---------------------------------------------------------------- 2. analyze
+
+
+def write_skeletons(rd: RunDir, cfg: RunConfig, n: int, analysis: dict) -> None:
+    """weakness_report.md and gen_dataset.py skeletons (never overwriting the teacher's files);
+    skeletons.json (their hashes) last, so the teacher's edits are told from the skeletons."""
+    it = rd.iter(n)
+    hub = rd.read_hub_env()
+    prev_acc = rd.read_eval_summary(rd.iter(n - 1)).eval_acc
+    hashes = {}
+    report = it.dir / "weakness_report.md"
+    if not report.exists():
+        atomic_write_text(report, render_report_skeleton(prev_acc, analysis))
+    gen = it.dir / "gen_dataset.py"
+    if not gen.exists():
+        text = Template(project_file("templates/gen_dataset.py.tmpl").read_text(encoding="utf-8")).substitute(
+            iter=n,
+            env_id=hub.env_id,
+            env_id_repr=repr(hub.env_id),
+            env_args_repr=repr(hub.env_args),
+            parser_class=hub.parser_class,
+            parser_config=json.dumps(hub.parser_config),
+            answer_format=hub.answer_format_instruction or "(no format sentence found; see hub_env.json system_prompt)",
+        )
+        atomic_write_text(gen, text)
+    for name in ("weakness_report.md", "gen_dataset.py"):
+        hashes[name] = file_sha256(it.dir / name)
+    old = _read_json(it.dir / "skeletons.json") or {}
+    atomic_write_json(it.dir / "skeletons.json", {**hashes, **old})
+
+
+def append_iteration_entry(rd: RunDir, n: int, analysis: dict) -> None:
+    """The pre-iteration scratchpad entry (3a.5): five sections, results filled at record."""
+    if f"## Iteration {n} " in (rd.scratchpad.read_text(encoding="utf-8") if rd.scratchpad.exists() else ""):
+        return  # already appended before a crash
+    ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    q = ", ".join(f"Q{x['quartile']} {x['reward_mean']:.2f}" for x in analysis.get("reward_by_length_quartile", []))
+    rd.append_scratchpad(
+        f"""## Iteration {n} — {ts}
+
+Inputs: {analysis['n_failures_written']} failed TRAIN rollouts of {analysis['source_arm']} (steps {analysis['source_steps']}); eval_acc of {analysis['source_arm']} = {analysis['eval_acc_prev']:.3f}; train reward by length quartile: {q or 'n/a'}; share truncated {analysis.get('share_truncated')}.
+
+### 1. Understanding from traces
+_teacher: what the failed train rollouts show (cite prompts by step/idx)._
+
+### 2. Buckets to focus on (domain, sub_domain -> rows)
+_filled from weakness_report.md when its gate passes._
+
+### 3. Plan for the data
+_teacher: templates, diversity axes, what is reused from earlier iterations._
+
+### 4. Hyperparameter / reward changes + rationale
+_teacher: none, or the keys in overrides.toml and why._
+
+### 5. Results
+_to be filled at the end of training._ {RESULTS_MARKER.format(n=n)}
+"""
+    )
+
+
+def teacher_files_untouched(it: ArmDir) -> bool:
+    """True while either teacher file is still byte-identical to its skeleton."""
+    sk = _read_json(it.dir / "skeletons.json") or {}
+    for name in ("weakness_report.md", "gen_dataset.py"):
+        p = it.dir / name
+        if not p.exists() or file_sha256(p) == sk.get(name):
+            return True
+    return False
+
+
+# ---------------------------------------------------------------- 3. report gate
+
+
+def report_gate(it: ArmDir) -> WeaknessReport:
+    path = it.dir / "weakness_report.md"
+    report, gate = check_weakness_report(path)
+    atomic_write_json(it.dir / "report_gate.json", {"report_sha256": file_sha256(path), **gate.model_dump(mode="json")})
+    if not gate.passed or report is None:
+        raise GateFailed(f"{path}: the report gate failed; fix these and re-run iterate:\n{gate.summary()}")
+    return report
+
+
+# ---------------------------------------------------------------- 4. generate
+
+
+def generated_is_current(it: ArmDir) -> bool:
+    rec = _read_json(it.dir / "generate.json")
+    ds = it.dir / "dataset.jsonl"
+    return bool(
+        rec and ds.is_file() and rec.get("gen_sha256") == file_sha256(it.dir / "gen_dataset.py")
+        and rec.get("dataset_sha256") == file_sha256(ds)
+    )
+
+
+def generate(it: ArmDir, *, timeout: float) -> dict:
+    """Run the teacher's generator in a subprocess (cwd = iter dir, log gen.log). Rows are never edited."""
+    ds = it.dir / "dataset.jsonl"
+    ds.unlink(missing_ok=True)  # a failing generator must not leave an older dataset behind
+    (it.dir / "generate.json").unlink(missing_ok=True)
+    log = it.dir / "gen.log"
+    started = time.perf_counter()
+    with open(log, "w", encoding="utf-8") as f:
+        try:
+            proc = subprocess.run([sys.executable, "gen_dataset.py"], cwd=it.dir, stdout=f, stderr=subprocess.STDOUT,
+                                  timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        except subprocess.TimeoutExpired:
+            raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py: still running after {timeout:.0f} s (killed); make it faster; log: {log}") from None
+    if proc.returncode != 0:
+        tail = "".join(log.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)[-8:])
+        raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited {proc.returncode}; fix the generator (log {log}):\n{tail}")
+    if not ds.is_file():
+        raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited 0 but wrote no dataset.jsonl; it must write {ds}")
+    rec = {"gen_sha256": file_sha256(it.dir / "gen_dataset.py"), "dataset_sha256": file_sha256(ds),
+           "rows": count_rows(ds), "seconds": round(time.perf_counter() - started, 2)}
+    atomic_write_json(it.dir / "generate.json", rec)
+    return rec
+
+
+def dataset_rows(it: ArmDir) -> int:
+    return count_rows(it.dir / "dataset.jsonl")
+
+
+# ---------------------------------------------------------------- 5. dataset gate
+
+
+def dataset_gate_is_current(it: ArmDir) -> bool:
+    rec = _read_json(it.dir / "gate_report.json")
+    return bool(rec and rec.get("passed") and rec.get("dataset_sha256") == file_sha256(it.dir / "dataset.jsonl")
+                and rec.get("report_sha256") == file_sha256(it.dir / "weakness_report.md"))
+
+
+def prior_rows(rd: RunDir, n: int) -> dict[int, list[dict]]:
+    out = {}
+    for k in range(1, n):
+        p = rd.iter(k).dir / "dataset.jsonl"
+        if p.is_file():
+            out[k] = load_dataset_jsonl(p)[0]
+    return out
+
+
+def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> GateReport:
+    """Every dataset rule in one report (gate_report.json + gate_report.txt); raises GateFailed on any failure."""
+    hub = rd.read_hub_env()
+    rows, load_failures = load_dataset_jsonl(it.dir / "dataset.jsonl")
+    reports = [check_dataset(rows, report)]
+    if load_failures:
+        reports.append(GateReport.build("load", load_failures))
+    reasoning = [str((r.get("info") or {}).get("reasoning", "")) if isinstance(r, dict) else "" for r in rows]
+    parsed = verifiers_classic.run_parser_over(hub.env_id, hub.env_args, reasoning)
+    reports.append(check_round_trip(rows, dict(zip(reasoning, parsed)).get))
+    reports.append(check_near_duplicates(rows, prior_rows(rd, n)))
+    reports.append(check_eval_overlap(rows, eval_index(rd)))
+    by_file: dict[str, list] = {}
+    for reward in report.custom_rewards:  # each declared reward is linted in the file it names
+        by_file.setdefault(reward.source_file or "rewards.py", []).append(reward)
+    for source_file, declared in by_file.items():
+        reports.append(lint_reward_functions(it.dir / source_file, declared, rows, report.failure_modes()))
+    merged = merge_reports("dataset", reports)
+    record = {"dataset_sha256": file_sha256(it.dir / "dataset.jsonl"),
+              "report_sha256": file_sha256(it.dir / "weakness_report.md"), **merged.model_dump(mode="json")}
+    atomic_write_text(it.dir / "gate_report.txt", merged.summary() + "\n")
+    atomic_write_json(it.dir / "gate_report.json", record)
+    if not merged.passed:
+        raise GateFailed(f"{it.dir}/dataset.jsonl failed the dataset gate; fix gen_dataset.py (never the rows) and re-run iterate:\n{merged.summary()}")
+    _fill_buckets_section(rd, n, report)
+    return merged
+
+
+def eval_index(rd: RunDir) -> EvalNgramIndex:
+    """The eval split's n-gram hashes, cached in the run dir (hashes only: no eval text on disk)."""
+    hub = rd.read_hub_env()
+    cache = rd.root / "eval_ngrams.json"
+    key = {"env_id": hub.env_id, "env_args": hub.env_args}
+    data = _read_json(cache)
+    if data and data.get("key") == key:
+        try:
+            return EvalNgramIndex.from_json(data["index"])
+        except (KeyError, ValueError):
+            pass  # an older hashing version: rebuild
+    index = verifiers_classic.eval_question_ngrams(hub.env_id, hub.env_args)
+    atomic_write_json(cache, {"key": key, "index": index.to_json()})
+    return index
+
+
+def _fill_buckets_section(rd: RunDir, n: int, report: WeaknessReport) -> None:
+    text = rd.scratchpad.read_text(encoding="utf-8")
+    placeholder = "_filled from weakness_report.md when its gate passes._"
+    head = f"## Iteration {n} "
+    start = text.find(head)
+    if start < 0 or placeholder not in text[start:]:
+        return
+    total = sum(b.rows for b in report.buckets)
+    lines = "\n".join(f"- ({b.domain}, {b.sub_domain}) -> {b.rows} rows ({b.rows / total:.0%})" for b in report.buckets)
+    idx = text.index(placeholder, start)
+    atomic_write_text(rd.scratchpad, text[:idx] + lines + text[idx + len(placeholder):])
+
+
+# ---------------------------------------------------------------- 6. package
+
+
+def package_name_for(cfg: RunConfig, suffix: str) -> str:
+    return package_name(cfg.dataset, suffix)
+
+
+def package_is_current(it: ArmDir) -> bool:
+    rec = _read_json(it.dir / "package.json")
+    return bool(rec and rec.get("dataset_sha256") == file_sha256(it.dir / "dataset.jsonl"))
+
+
+def package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *, origin: str,
+            dataset: Path | None = None, rewards_dir: Path | None = None) -> dict:
+    """Build <name>/ in the arm dir, clean stale installs, install, verify row count in a fresh process."""
+    hub = rd.read_hub_env()
+    cfg = rd.read_run()
+    dataset = dataset or it.dir / "dataset.jsonl"
+    rewards = [(r.name, r.weight) for r in report.custom_rewards] if report else []
+    rewards_file = None
+    if rewards:
+        files = {r.source_file or "rewards.py" for r in report.custom_rewards}
+        if len(files) > 1:  # the package imports them from one module
+            raise GateFailed(f"{it.dir}/weakness_report.md: custom_rewards name {len(files)} source files; put all of them in one file")
+        rewards_file = (rewards_dir or it.dir) / files.pop()
+    project = build_package(it.dir / name, name, dataset, hub_env_id=hub.env_id, hub_env_args=hub.env_args,
+                            origin=origin, rewards_file=rewards_file, rewards=rewards)
+    rec = install_and_verify(project, name, count_rows(dataset), python=cfg.env_python or sys.executable,
+                             log=it.dir / "install.log")
+    rec["dataset_sha256"] = file_sha256(dataset)
+    atomic_write_json(it.dir / "package.json", rec)
+    return rec
+
+
+# ---------------------------------------------------------------- 7. stage
+
+
+def iter0_final_step(rd: RunDir) -> int:
+    summary = rd.read_eval_summary(rd.iter(0))
+    if summary.final_step is None:
+        raise SelfImproveError(f"{rd.iter(0).eval_summary}: field 'final_step' is empty; re-run baseline")
+    return summary.final_step
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()

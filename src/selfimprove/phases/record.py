@@ -1,0 +1,67 @@
+"""Step 3e's bookkeeping: fill section 5 of the iteration's scratchpad entry.
+
+The verdict has two parts. The seed's rule on the raw delta vs iter_{N-1}
+(improved >= +0.01, flat, regressed <= -0.01, collapsed when accuracy falls
+below half of iter_0's), and whether the change vs iter_0 is distinguishable
+from noise at all: an exact McNemar test on the eval examples both arms share.
+Only numeric eval fields are used (eval_summary.per_example).
+"""
+
+from __future__ import annotations
+
+from ..rundir import RunDir, atomic_write_text
+from ..stats import compare_arms, seed_verdict
+from .evals import train_trajectory
+
+RESULTS_MARKER = "<!-- results:iter_{n} -->"
+
+
+def _trajectory_line(rd: RunDir, n: int) -> str:
+    buckets = train_trajectory(rd.iter(n))
+    if not buckets:
+        return "n/a"
+    return ", ".join(f"steps {b['first_step']}-{b['last_step']}: {b['reward_mean']:.3f}" for b in buckets)
+
+
+def record_iteration(rd: RunDir, n: int) -> dict:
+    """Write the results of iter_n into the scratchpad; return the record (for record.json)."""
+    cur = rd.read_eval_summary(rd.iter(n))
+    prev = rd.read_eval_summary(rd.iter(n - 1))
+    base = rd.read_eval_summary(rd.iter(0))
+    delta_prev = cur.eval_acc - prev.eval_acc
+    verdict = seed_verdict(delta_prev, base.eval_acc, cur.eval_acc)
+    vs_base = compare_arms(cur, base)
+    lo, hi = cur.acc_ci95
+    p = vs_base.get("mcnemar_p")
+    noise = (
+        f"vs iter_0 on {vs_base['n_paired']} shared eval examples: delta {vs_base['delta']:+.3f}, "
+        f"exact McNemar p = {p:.3g} -> {vs_base['verdict']}"
+        if p is not None
+        else "vs iter_0: no shared example ids to pair"
+    )
+    text = (
+        f"- eval_acc {cur.eval_acc:.3f} (95% Wilson [{lo:.3f}, {hi:.3f}], n={cur.n_eval} rollouts on "
+        f"{cur.n_examples} examples of the real eval split), reward mean {cur.eval_reward_mean:.3f}\n"
+        f"- train reward by 20-step bucket: {_trajectory_line(rd, n)}\n"
+        f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**\n"
+        f"- noise check: {noise}\n"
+        f"- checkpoint: `{cur.checkpoint}`\n"
+        "- what worked / what didn't / carry over: _teacher: fill in before the next iteration._"
+    )
+    marker = RESULTS_MARKER.format(n=n)
+    pad = rd.scratchpad.read_text(encoding="utf-8")
+    if marker in pad:
+        start = pad.rfind("_to be filled at the end of training._", 0, pad.index(marker))
+        start = start if start >= 0 else pad.index(marker)
+        pad = pad[:start] + text + pad[pad.index(marker) + len(marker):]
+        atomic_write_text(rd.scratchpad, pad)
+    elif f"eval_acc {cur.eval_acc:.3f} (95% Wilson" not in pad:
+        rd.append_scratchpad(f"### iter_{n} results\n{text}\n")
+    return {
+        "iteration": n,
+        "eval_acc": cur.eval_acc,
+        "acc_ci95": list(cur.acc_ci95),
+        "delta_vs_prev": delta_prev,
+        "verdict": verdict,
+        "vs_iter0": vs_base,
+    }

@@ -1,0 +1,93 @@
+"""`selfimprove run`: the whole loop, unattended, with a pluggable teacher.
+
+    bootstrap -> introspect -> baseline -> iterate (teacher at each stop) -> compare -> finalize
+
+Everything it does is what the phase commands do; it only chains them and
+answers the teacher stops by calling the teacher. Every phase is resumable on
+its own, so re-running `selfimprove run --run-dir R` after a crash or a kill
+picks the run up wherever it was, with no duplicated metrics entries.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
+from ..rundir import RunDir
+from ..teacher import TeacherContext, make_context
+from ..ui import console, fmt_duration, phase_line
+from .baseline import run_baseline
+from .bootstrap import BootstrapOptions, bootstrap
+from .compare import compare
+from .finalize import finalize
+from .introspect import introspect
+from .iterate import current_iteration, iterate
+
+MAX_TEACHER_ATTEMPTS = 4  # per iteration: the first write plus fixes after failures
+
+
+def _timed(rd: RunDir, name: str, fn: Callable[[], Any], timings: dict[str, float]) -> Any:
+    cfg = rd.read_run()
+    phase_line("start", name, cfg.start_ts, cfg.budget_seconds)
+    started = time.perf_counter()
+    try:
+        return fn()
+    finally:
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
+        phase_line(f"end ({fmt_duration(timings[name])})", name, cfg.start_ts, cfg.budget_seconds)
+
+
+def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
+             quiet: bool = False) -> dict[str, Any]:
+    """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings."""
+    timings: dict[str, float] = {}
+    rd.require()
+    if not rd.hub_env_json.is_file():
+        _timed(rd, "introspect", lambda: introspect(rd), timings)
+    if rd.read_run().status == "aborted":
+        return {**finalize(rd), "timings_s": timings}
+    _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet), timings)
+
+    attempts: dict[int, int] = {}
+    feedback: str | None = None
+    while True:
+        try:
+            result = _timed(rd, "iterate", lambda: iterate(rd, quiet=quiet), timings)
+        except (TeacherActionNeeded, GateFailed) as stop:
+            n = current_iteration(rd)
+            attempts[n] = attempts.get(n, 0) + 1
+            if attempts[n] > MAX_TEACHER_ATTEMPTS:
+                raise SelfImproveError(
+                    f"iter_{n}: the teacher could not produce data that passes the gates in "
+                    f"{MAX_TEACHER_ATTEMPTS} attempts; last failure: {str(stop).splitlines()[0]}"
+                ) from None
+            # A fresh skeleton is a first write; anything else is a fix request.
+            fresh = isinstance(stop, TeacherActionNeeded) and str(stop).startswith("teacher: fill")
+            feedback = None if fresh else str(stop)
+            if not quiet:
+                console.print(f"teacher: iter_{n} ({'write' if fresh else 'fix: ' + str(stop).splitlines()[0]})")
+            started = time.perf_counter()
+            teacher(make_context(rd, n, feedback))
+            timings["teacher"] = timings.get("teacher", 0.0) + time.perf_counter() - started
+            continue
+        if result.kind == "ended":
+            break
+    _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet), timings)
+    out = _timed(rd, "finalize", lambda: finalize(rd), timings)
+    return {**out, "timings_s": {k: round(v, 1) for k, v in timings.items()}}
+
+
+def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[TeacherContext], None],
+        *, control: bool = True, quiet: bool = False) -> dict[str, Any]:
+    """Bootstrap (unless resuming an existing run dir), then drive the run to its end."""
+    if run_dir is None:
+        if opts is None:
+            raise SelfImproveError("give a dataset to start a run, or --run-dir to resume one")
+        rd = bootstrap(opts)
+        if not quiet:
+            console.print(f"run dir: {rd.root}")
+    else:
+        rd = RunDir(run_dir).require()
+    return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, quiet=quiet)}

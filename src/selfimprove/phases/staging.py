@@ -1,0 +1,69 @@
+"""Step 3d's staging: put iter_0's final-step trees into a resuming run's output dir.
+
+prime-rl looks for the resume step in ITS OWN output dir, so iter_0's trees
+must be there. Trees the engine only reads (trainer checkpoint, weights,
+orchestrator checkpoint) are hard-linked: no time, no disk, and iter_0's bytes
+stay shared. The broadcast tree is rewritten IN PLACE on resume (refs:
+prime-rl), so it gets a real copy; a hard link there would let iter_N
+overwrite iter_0. Across filesystems (EXDEV) hard links fall back to copies.
+
+Rollouts are deliberately not staged: the orchestrator rewrites
+rollouts/step_F/train_rollouts.jsonl on resume.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import time
+from pathlib import Path
+
+from ..errors import SelfImproveError
+from ..rundir import ArmDir, atomic_write_json
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+            raise
+        shutil.copy2(src, dst)
+
+
+def _stage_tree(src: Path, dst: Path, *, hardlink: bool) -> dict:
+    """Replicate `src` at `dst` (built at a temp name, then renamed: all or nothing)."""
+    src = src.resolve()  # --init-from iter_0 trees are symlinks to the prior run
+    if not src.is_dir():
+        raise SelfImproveError(f"{src}: missing; iter_0 has no checkpoint tree to stage (re-run baseline)")
+    tmp = dst.with_name(f".{dst.name}.staging")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(src, tmp, copy_function=_link_or_copy if hardlink else shutil.copy2, symlinks=False)
+    if dst.exists():
+        shutil.rmtree(dst)
+    os.rename(tmp, dst)
+    nbytes = sum(p.stat().st_size for p in dst.rglob("*") if p.is_file())
+    return {"src": str(src), "dst": str(dst), "mode": "hardlink" if hardlink else "copy", "bytes": nbytes}
+
+
+def stage_checkpoints(iter0: ArmDir, target: ArmDir, step: int) -> dict:
+    """Stage iter_0's step-`step` trees into `target`; writes target/stage.json last."""
+    started = time.perf_counter()
+    trees = [
+        _stage_tree(iter0.trainer_ckpt(step), target.trainer_ckpt(step), hardlink=True),
+        _stage_tree(iter0.weights(step), target.weights(step), hardlink=True),
+        _stage_tree(iter0.orchestrator_ckpt(step), target.orchestrator_ckpt(step), hardlink=True),
+        _stage_tree(iter0.broadcast(step), target.broadcast(step), hardlink=False),
+    ]
+    record = {"step": step, "trees": trees, "seconds": round(time.perf_counter() - started, 3)}
+    atomic_write_json(target.dir / "stage.json", record)
+    return record
+
+
+def is_staged(target: ArmDir, step: int) -> bool:
+    return (target.dir / "stage.json").is_file() and all(
+        p.is_dir()
+        for p in (target.trainer_ckpt(step), target.weights(step), target.orchestrator_ckpt(step), target.broadcast(step))
+    )

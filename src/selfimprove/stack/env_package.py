@@ -1,0 +1,183 @@
+"""Step 3c: wrap a generated dataset as an installable verifiers environment.
+
+The package mirrors the real env by reference (see templates/env_package/), is
+installed after the seed's stale-file cleanup, and is verified in a FRESH
+subprocess: `load_environment(<package>)` must build exactly as many rows as
+dataset.jsonl holds. A mismatch cleans and retries once, then fails loudly.
+Real runs once trained for 90 minutes on a stale copy of an earlier
+iteration's rows; the cleanup + verify is what prevents that.
+"""
+
+from __future__ import annotations
+
+import glob
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from string import Template
+
+from ..errors import SelfImproveError
+from ..resources import project_file
+from ..rundir import atomic_write_json, atomic_write_text
+
+
+def package_name(dataset: str, suffix: str) -> str:
+    """`<dataset>_<suffix>` with underscores only (prime env install resolves by underscored name)."""
+    return f"{dataset}_{suffix}".replace("-", "_").replace(".", "_")
+
+
+def file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def count_rows(path: Path) -> int:
+    with open(path, encoding="utf-8") as f:
+        return sum(1 for line in f if line.strip())
+
+
+def build_package(
+    project_dir: Path,
+    package: str,
+    dataset: Path,
+    *,
+    hub_env_id: str,
+    hub_env_args: dict,
+    origin: str,
+    rewards_file: Path | None = None,
+    rewards: list[tuple[str, float]] = (),
+) -> Path:
+    """Write `project_dir/` = pyproject.toml + `<package>/{__init__.py, dataset.jsonl[, rewards.py]}`."""
+    rows = count_rows(dataset)
+    if project_dir.exists():
+        shutil.rmtree(project_dir)
+    pkg_dir = project_dir / package
+    pkg_dir.mkdir(parents=True)
+    reward_import, reward_attach = "", ""
+    if rewards:
+        if rewards_file is None:
+            raise SelfImproveError("custom rewards declared but no rewards file given")
+        shutil.copy2(rewards_file, pkg_dir / "rewards.py")
+        names = ", ".join(name for name, _ in rewards)
+        reward_import = f"from .rewards import {names}\n"
+        reward_attach = (
+            "    # Auxiliary rewards (linted: <= 0.2 each, <= 0.3 total) on the real rubric.\n"
+            "    target = env.rubric.rubrics[0] if hasattr(env.rubric, 'rubrics') else env.rubric\n"
+            + "".join(f"    target.add_reward_func({name}, weight={weight!r})\n" for name, weight in rewards)
+        )
+    subs = {
+        "package": package,
+        "origin": origin,
+        "hub_env_id": hub_env_id,
+        "hub_env_id_repr": repr(hub_env_id),
+        "hub_env_args_repr": repr(dict(hub_env_args)),
+        "rows": str(rows),
+        "reward_import": reward_import,
+        "reward_attach": reward_attach,
+    }
+    for tmpl, dest in (
+        ("templates/env_package/pyproject.toml.tmpl", project_dir / "pyproject.toml"),
+        ("templates/env_package/env_module.py.tmpl", pkg_dir / "__init__.py"),
+    ):
+        atomic_write_text(dest, Template(project_file(tmpl).read_text(encoding="utf-8")).substitute(subs))
+    shutil.copy2(dataset, pkg_dir / "dataset.jsonl")
+    return project_dir
+
+
+def site_packages(python: str = sys.executable) -> Path:
+    if python == sys.executable:
+        return Path(sysconfig.get_paths()["purelib"])
+    out = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True, text=True, check=True,
+    )
+    return Path(out.stdout.strip())
+
+
+def cleanup_stale(package: str, sp: Path) -> list[str]:
+    """The seed's cleanup: remove a root-level dataset.jsonl, the module and its dist-info."""
+    removed = []
+    patterns = ["dataset.jsonl", f"{package}.py", package, f"{package}-*.dist-info", f"__editable__*{package}*", f"_{package}*.pth"]
+    for pattern in patterns:
+        for hit in glob.glob(str(sp / pattern)):
+            p = Path(hit)
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p)
+            else:
+                p.unlink(missing_ok=True)
+            removed.append(p.name)
+    return removed
+
+
+def install_package(project_dir: Path, python: str = sys.executable, log: Path | None = None) -> None:
+    """pip-install the env project (non-editable: the installed copy is a snapshot of this iteration)."""
+    uv = shutil.which("uv")
+    if uv and os.environ.get("SELFIMPROVE_INSTALLER", "pip") == "uv":
+        cmd = [uv, "pip", "install", "--python", python, "--no-deps", "--reinstall", str(project_dir)]
+    else:
+        cmd = [python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--force-reinstall", "-q", str(project_dir)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if log is not None:
+        with open(log, "a", encoding="utf-8") as f:
+            f.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
+    if proc.returncode != 0:
+        last = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        raise SelfImproveError(f"installing {project_dir} failed (exit {proc.returncode}): {last[0]}; see {log or 'pip output'}")
+
+
+_VERIFY_SCRIPT = """
+import json, sys
+import verifiers as vf
+env = vf.load_environment(sys.argv[1])
+ds = env.get_dataset()
+mod = sys.modules[env.__class__.__module__]
+import importlib
+pkg = importlib.import_module(sys.argv[1].replace("-", "_"))
+print(json.dumps({"rows": len(ds), "module_file": pkg.__file__}))
+"""
+
+
+def verify_rows(package: str, python: str = sys.executable) -> dict:
+    """Load the installed env in a fresh interpreter; return its row count and module path."""
+    proc = subprocess.run(
+        [python, "-c", _VERIFY_SCRIPT, package], capture_output=True, text=True, timeout=600,
+        env={**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"},
+    )
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"rows": None, "error": last}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def install_and_verify(
+    project_dir: Path, package: str, expected_rows: int, *, python: str = sys.executable, log: Path | None = None
+) -> dict:
+    """Cleanup -> install -> verify; on mismatch clean and retry once, then fail loudly."""
+    sp = site_packages(python)
+    attempts = []
+    for attempt in (1, 2):
+        removed = cleanup_stale(package, sp)
+        install_package(project_dir, python, log)
+        result = verify_rows(package, python)
+        attempts.append({"attempt": attempt, "removed": removed, **result})
+        if result.get("rows") == expected_rows:
+            record = {"package": package, "rows": expected_rows, "site_packages": str(sp), "attempts": attempts}
+            return record
+    got = attempts[-1].get("rows")
+    raise SelfImproveError(
+        f"{package}: load_environment built {got} rows, dataset.jsonl has {expected_rows} "
+        f"(after cleanup + reinstall twice; {attempts[-1].get('error') or 'stale install?'}); "
+        f"check {sp} for leftover {package} files"
+    )
+
+
+def write_package_record(path: Path, record: dict) -> None:
+    atomic_write_json(path, record)

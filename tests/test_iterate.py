@@ -1,0 +1,211 @@
+"""Phase 3 `iterate` with the fake `rl` engine: the step machine, teacher stops,
+gates, packaging, staging, resume after a kill at every step, and bookkeeping.
+
+The real introspection and packaging run (selfimprove-arith, pip install of the
+generated env); only the engine is the test double (tests/fakes/fake_rl.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selfimprove.errors import GateFailed, TeacherActionNeeded
+from selfimprove.phases import iteration_steps
+from selfimprove.phases.iterate import current_iteration, iterate
+from selfimprove.rundir import RunDir
+
+TESTS = Path(__file__).parent
+FAKE = TESTS / "fakes" / "fake_rl.py"
+
+# A small scripted generator (the teacher's file): valid rows from gate_fixtures,
+# whose reasoning ends in the arith env's <answer>N</answer> format.
+GENERATOR = f"""
+import json, sys
+sys.path.insert(0, {str(TESTS)!r})
+from gate_fixtures import make_rows, valid_report
+BREAK = {{break_rules!r}}
+rows = make_rows(valid_report())
+if "hard" in BREAK:
+    for r in rows:
+        r["info"]["difficulty"] = "med"
+if "round_trip" in BREAK:
+    rows[3]["info"]["reasoning"] = "no tag here"
+with open("dataset.jsonl", "w") as f:
+    for r in rows:
+        f.write(json.dumps(r) + "\\n")
+"""
+
+
+def write_teacher_files(it_dir: Path, break_rules: tuple[str, ...] = ()) -> None:
+    sys.path.insert(0, str(TESTS))
+    from gate_fixtures import report_dict, write_report
+
+    write_report(it_dir / "weakness_report.md", report_dict())
+    (it_dir / "gen_dataset.py").write_text(GENERATOR.format(break_rules=list(break_rules)))
+
+
+def tree_digest(root: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            h.update(str(p.relative_to(root)).encode())
+            h.update(p.read_bytes())
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="module")
+def baseline_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A run whose iter_0 is done (fake engine), made once and copied per test."""
+    root = tmp_path_factory.mktemp("iterbase")
+    env = {**os.environ, "SELFIMPROVE_RL_CMD": f"{sys.executable} {FAKE}", "FAKE_RL_STEP_S": "0.001"}
+    cli = [sys.executable, "-m", "selfimprove"]
+    boot = subprocess.run(
+        [*cli, "bootstrap", "selfimprove-arith", "--runs-dir", str(root), "--model", "selfimprove/tiny-arith",
+         "--max-iters", "2", "--steps-per-run", "4", "--batch-size", "32", "--rollouts-per-example", "4",
+         "--allow-small-batch", "--eval-examples", "20", "--budget", "5h"],
+        capture_output=True, text=True, env=env, check=True,
+    )
+    run = Path(boot.stdout.strip().splitlines()[-1])
+    for phase in ("introspect", "baseline"):
+        proc = subprocess.run([*cli, phase, "--run-dir", str(run)], capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, proc.stderr
+    return run
+
+
+@pytest.fixture
+def run(baseline_run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> RunDir:
+    dst = tmp_path / baseline_run.name
+    shutil.copytree(baseline_run, dst, symlinks=True)
+    monkeypatch.setenv("SELFIMPROVE_RL_CMD", f"{sys.executable} {FAKE}")
+    monkeypatch.setenv("FAKE_RL_STEP_S", "0.001")
+    return RunDir(dst)
+
+
+def test_first_call_stops_for_the_teacher_with_skeletons(run: RunDir) -> None:
+    with pytest.raises(TeacherActionNeeded, match="teacher: fill"):
+        iterate(run, quiet=True)
+    it = run.iter(1).dir
+    for name in ("failures.jsonl", "analysis.json", "weakness_report.md", "gen_dataset.py", "skeletons.json"):
+        assert (it / name).is_file(), name
+    failures = [json.loads(line) for line in (it / "failures.jsonl").read_text().splitlines()]
+    assert failures and failures == sorted(failures, key=lambda r: r["reward"])
+    assert {"step", "idx", "completion_chars"} <= set(failures[0])
+    analysis = json.loads((it / "analysis.json").read_text())
+    assert analysis["eval_acc_prev"] == run.read_eval_summary(run.iter(0)).eval_acc
+    assert len(analysis["reward_by_length_quartile"]) == 4
+    assert "## Iteration 1 " in run.scratchpad.read_text()
+    # Re-running without the teacher's files stops again, without a second scratchpad entry.
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    assert run.scratchpad.read_text().count("## Iteration 1 ") == 1
+
+
+def test_full_iteration_then_max_iters_gate(run: RunDir) -> None:
+    iter0_before = tree_digest(run.iter(0).prime_out)
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    it = run.iter(1)
+    write_teacher_files(it.dir)
+    result = iterate(run, quiet=True)
+    assert result.kind == "ended" and run.read_run().status == "max_iters_reached"
+    for name in ("dataset.jsonl", "generate.json", "gate_report.json", "gate_report.txt", "package.json", "stage.json",
+                 "rl.toml", "eval_summary.json", "record.json", "selfimprove_arith_iter_1/pyproject.toml"):
+        assert (it.dir / name).exists(), name
+    rl = (it.dir / "rl.toml").read_text()
+    f = run.read_eval_summary(run.iter(0)).final_step
+    assert f"resume_step = {f}" in rl and f"max_steps = {f + 4}" in rl and 'id = "selfimprove_arith_iter_1"' in rl
+    arms = [r.arm for r in run.read_metrics().iters]
+    assert arms == ["iter_0", "iter_1"]
+    assert run.read_metrics().get("iter_1").rows == 600
+    pad = run.scratchpad.read_text()
+    assert "<!-- results:iter_1 -->" not in pad and "McNemar" in pad and "seed verdict" in pad
+    assert "(Multi step totals, failure mode 0a dropped) -> 100 rows" in pad
+    # Staging: read-only trees are hard links of iter_0's files, the broadcast is a real copy,
+    # and iter_0's tree is byte-identical after the iteration trained on top of it.
+    src = run.iter(0).trainer_ckpt(f) / "trainer" / "__0_0.distcp"
+    dst = it.trainer_ckpt(f) / "trainer" / "__0_0.distcp"
+    assert os.stat(src).st_ino == os.stat(dst).st_ino
+    b_src = next(p for p in run.iter(0).broadcast(f).iterdir() if p.is_file())
+    assert os.stat(b_src).st_ino != os.stat(it.broadcast(f) / b_src.name).st_ino
+    assert tree_digest(run.iter(0).prime_out) == iter0_before
+    # Idempotent: re-running after the end neither trains nor duplicates records.
+    assert iterate(run, quiet=True).kind == "ended"
+    assert [r.arm for r in run.read_metrics().iters] == ["iter_0", "iter_1"]
+
+
+def test_gate_failure_lists_every_failing_rule_then_recovers(run: RunDir) -> None:
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    it = run.iter(1).dir
+    write_teacher_files(it, break_rules=("hard", "round_trip"))
+    with pytest.raises(GateFailed) as exc:
+        iterate(run, quiet=True)
+    assert "seed_hard" in str(exc.value) and "round_trip_no_answer" in str(exc.value)
+    report = json.loads((it / "gate_report.json").read_text())
+    assert report["passed"] is False and {"seed_hard", "round_trip_no_answer"} <= {f["rule"] for f in report["failures"]}
+    write_teacher_files(it)  # the teacher fixes the generator; the tool re-generates and re-gates
+    assert iterate(run, quiet=True).kind == "ended"
+    assert json.loads((it / "gate_report.json").read_text())["passed"] is True
+
+
+def test_report_gate_failure_is_listed(run: RunDir) -> None:
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    it = run.iter(1).dir
+    write_teacher_files(it)
+    text = (it / "weakness_report.md").read_text().replace("rows: 100", "rows: 10", 1)
+    (it / "weakness_report.md").write_text(text)
+    with pytest.raises(GateFailed, match="bucket_total|bucket_floor"):
+        iterate(run, quiet=True)
+
+
+@pytest.mark.parametrize("step", ["generate", "dataset_gate", "package", "train_resumed_arm", "record_iteration"])
+def test_resume_after_kill_inside_each_step(run: RunDir, step: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill (KeyboardInterrupt) inside any step; re-running finishes with the same artefacts."""
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir)
+    real = getattr(iteration_steps, step)
+    calls = {"n": 0}
+
+    def dies_once(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    target = "selfimprove.phases.iteration_steps" if step != "record_iteration" else "selfimprove.phases.iteration_steps"
+    monkeypatch.setattr(f"{target}.{step}", dies_once)
+    with pytest.raises(KeyboardInterrupt):
+        iterate(run, quiet=True)
+    assert current_iteration(run) == 1
+    assert iterate(run, quiet=True).kind == "ended"
+    assert [r.arm for r in run.read_metrics().iters] == ["iter_0", "iter_1"]
+    assert (run.iter(1).dir / "record.json").is_file()
+
+
+def test_budget_gate_ends_phase3(run: RunDir) -> None:
+    cfg = run.read_run()
+    cfg.budget_seconds = 1
+    cfg.start_ts -= 10
+    run.write_run(cfg)
+    result = iterate(run, quiet=True)
+    assert result.kind == "ended" and run.read_run().status == "budget_exhausted"
+    assert not run.iter(1).dir.exists()
+
+
+def test_teacher_overrides_pinned_key_refused(run: RunDir) -> None:
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir)
+    (run.iter(1).dir / "overrides.toml").write_text("max_steps = 5\n")
+    with pytest.raises(Exception, match="max_steps.*pinned"):
+        iterate(run, quiet=True)
