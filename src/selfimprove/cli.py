@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from .commands import bootstrap, status
+from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status
 
 app = typer.Typer(
     name="selfimprove",
@@ -31,7 +31,14 @@ Try it on the embedded CPU default (minutes, no GPU):
 )
 
 app.command("bootstrap")(bootstrap.command)
+app.command("introspect")(introspect.command)
+app.command("baseline")(baseline.command)
+app.command("iterate")(iterate.command)
+app.command("compare")(compare.command)
+app.command("finalize")(finalize.command)
+app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run.command)
 app.command("status")(status.command)
+app.command("note")(note.command)
 
 
 def main() -> None:

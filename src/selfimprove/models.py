@@ -69,6 +69,7 @@ class RunConfig(FileModel):
 
     engine: EngineName = "prime-rl"
     engine_command: list[str] | None = None  # overrides the engine's default launcher, e.g. ["uv","run","rl"]
+    env_python: str | None = None  # python of the engine's venv, where generated envs are installed (default: this one)
     env_args: dict[str, Any] = Field(default_factory=dict)  # kwargs for load_environment(hub_id, ...)
     env_path: str | None = None  # local env project installed before introspection
     canonical_config: str | None = None  # --config: the canonical rl.toml for iter_0 / Run B
@@ -128,6 +129,14 @@ class RewardFunc(BaseModel):
     weight: float
 
 
+class RubricMember(BaseModel):
+    """One rubric inside the env's RubricGroup, with its functions (weight 0 = metric only)."""
+
+    model_config = ConfigDict(extra="forbid")
+    rubric_class: str
+    funcs: list[RewardFunc] = Field(default_factory=list)
+
+
 class TrainSample(BaseModel):
     """A TRAIN row of the hub env, recorded to show the answer encoding (never an eval row)."""
 
@@ -149,6 +158,7 @@ class HubEnv(FileModel):
     parser_config: dict[str, Any] = Field(default_factory=dict)  # XMLParser fields/answer_field, extract_fn
     rubric_class: str  # after unwrapping a RubricGroup
     rubric_funcs: list[RewardFunc]
+    rubric_group: list[RubricMember] | None = None  # the RubricGroup's members when env.rubric is one
     system_prompt: str | None
     answer_format_instruction: str | None  # the sentence of system_prompt that states the answer format
     train_size: int | None

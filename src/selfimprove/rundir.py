@@ -39,6 +39,12 @@ CONTROL_ARMS = {
 
 # ---------------------------------------------------------------- atomic IO
 
+# mkstemp makes 0600 files and the rename keeps that mode; give run files the mode a
+# plain open() would (read at import, single-threaded: os.umask can only be read by setting it).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
+
 
 def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old or the new content, never a mix."""
@@ -46,6 +52,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -9,7 +9,9 @@ from typing import Annotated, Any, Callable
 
 import typer
 
-from ..errors import SelfImproveError
+from rich.markup import escape
+
+from ..errors import SelfImproveError, TeacherActionNeeded
 from ..ui import console, out
 
 RunDirOpt = Annotated[
@@ -32,7 +34,9 @@ def cli_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except SelfImproveError as e:
-            console.print(f"[red]error:[/red] {e}", markup=True, highlight=False, soft_wrap=True)
+            # Teacher stops are expected outcomes of `iterate`, not errors.
+            label = "[yellow]stop:[/yellow]" if isinstance(e, TeacherActionNeeded) else "[red]error:[/red]"
+            console.print(f"{label} {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
             raise typer.Exit(e.exit_code) from None
         except KeyboardInterrupt:
             console.print("interrupted; re-run the same command to resume")

@@ -12,6 +12,12 @@ from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 
 
+def options_from_params(params: dict) -> BootstrapOptions:
+    """BootstrapOptions from this command's parsed parameters (also used by `selfimprove run`)."""
+    fields = BootstrapOptions.__dataclass_fields__
+    return BootstrapOptions(**{k: v for k, v in params.items() if k in fields})
+
+
 @cli_errors
 def command(
     dataset: Annotated[str, typer.Argument(help="Dataset name, e.g. gsm8k or selfimprove-arith.")],
@@ -30,7 +36,7 @@ def command(
     steps_per_run: Annotated[int, typer.Option(help="New training steps per run (seed: 100; lower only for smoke runs).")] = SEED_STEPS_PER_RUN,
     rollouts_per_example: Annotated[int, typer.Option(help="Rollouts per prompt (seed: 16).")] = SEED_ROLLOUTS_PER_EXAMPLE,
     eval_examples: Annotated[int, typer.Option(help="Eval examples per iteration (seed: 200).")] = SEED_EVAL_EXAMPLES,
-    allow_small_batch: Annotated[bool, typer.Option(help="Allow < 16 unique prompts per step (smoke runs; recorded).")] = False,
+    allow_small_batch: Annotated[bool, typer.Option("--allow-small-batch", help="Allow < 16 unique prompts per step (smoke runs; recorded).")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 0: validate the flags and create the run directory.
@@ -41,15 +47,7 @@ def command(
 
         RUN_DIR=$(selfimprove bootstrap selfimprove-arith --model selfimprove/tiny-arith --budget 15m)
     """
-    rd = bootstrap(
-        BootstrapOptions(
-            dataset=dataset, model=model, budget=budget, hub_id=hub_id, max_iters=max_iters,
-            batch_size=batch_size, init_from=init_from, runs_dir=runs_dir, env_args=env_args,
-            env_path=env_path, engine=engine, config=config, wandb_project=wandb_project,
-            steps_per_run=steps_per_run, rollouts_per_example=rollouts_per_example,
-            eval_examples=eval_examples, allow_small_batch=allow_small_batch,
-        )
-    )
+    rd = bootstrap(options_from_params(locals()))
     if json_:
         print_json({"run_dir": str(rd.root), **rd.read_run().model_dump(mode="json")})
     else:

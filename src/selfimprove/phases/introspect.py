@@ -1,0 +1,224 @@
+"""Phase 1, introspect: make the real environment importable, then record its stack.
+
+Steps, in order:
+
+1. Availability. `--env-path DIR` (or run.json env_path): `pip install -e DIR`, skip
+   prime. Else, if the env's module is already importable: skip prime (source
+   "local"). Else, for a hub id owner/name: `prime env info`, then `prime env install`.
+   - not found on the hub  -> run.json status=aborted, reason "hub env <id> not found"; exit 1
+   - hub unreachable       -> exit 75, run.json untouched (retry later)
+   - not importable, no hub id -> one line saying how to install it; run untouched
+2. Introspection in a fresh interpreter (`stack.verifiers_classic.introspect_env`):
+   classes, parser config, rubric functions and weights, the full system prompt and
+   its answer-format sentence, split sizes, 3 TRAIN rows (never eval rows).
+3. The seed's Qwen3 rule (3c): warn when the student is a Qwen3 variant and the
+   parser strips <think> (ThinkParser); printed and kept in hub_env.json warnings.
+4. Write the scratchpad's "Phase 1" section, then hub_env.json LAST (its presence
+   means the phase is done). Re-running rewrites both.
+
+Holds the run dir's lock throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.markup import escape
+
+from ..errors import EnvNotFound, RunDirError, UsageError
+from ..models import HubEnv, RunConfig
+from ..rundir import RunDir, atomic_write_text
+from ..scratchpad import marker
+from ..stack import hub as prime_hub
+from ..stack import verifiers_classic as vc
+from ..ui import console, phase_line
+
+SCRATCHPAD_HEADING = "## Phase 1: the real environment's stack"
+SCRATCHPAD_KEY = "phase_1"  # scratchpad.marker key: a re-run replaces the section instead of adding one
+_QWEN3 = re.compile(r"qwen-?3", re.I)
+
+
+@dataclass
+class IntrospectResult:
+    hub_env: HubEnv
+    steps: list[str] = field(default_factory=list)  # what was done, in order, for the user
+
+
+def is_qwen3(model: str) -> bool:
+    """The seed's 'Qwen3 variant': any model id or path naming Qwen3."""
+    return bool(_QWEN3.search(model))
+
+
+def qwen3_warnings(model: str, parser_class: str, parser_config: dict) -> list[str]:
+    """The seed's 3c rule, as one-line warnings (empty when it does not apply)."""
+    if not is_qwen3(model):
+        return []
+    out = []
+    if vc.parser_strips_think(parser_class, parser_config):
+        out.append(
+            f"student {model} is a Qwen3 variant and the hub env's parser is {parser_class}, which returns '' "
+            "for any completion without </think>: Qwen3 may skip or strip <think> blocks, so rewards can collapse "
+            "to 0. Mirror the parser only after checking the student's raw outputs keep </think> (seed 3c)"
+        )
+    elif vc.parser_requires_think_field(parser_config):
+        out.append(
+            f"student {model} is a Qwen3 variant and the hub env's {parser_class} has a 'think' field; verifiers "
+            "itself warns this configuration fails when the chat template strips <think>; check raw outputs first"
+        )
+    return out
+
+
+def _abort(rd: RunDir, cfg: RunConfig, reason: str) -> None:
+    now = time.time()
+    cfg.status = "aborted"
+    cfg.reason = reason
+    cfg.end_ts = now
+    cfg.total_duration_s = round(now - cfg.start_ts, 1)
+    _upsert_scratchpad(rd, f"{marker(SCRATCHPAD_KEY)}\n{SCRATCHPAD_HEADING}\n\n- ABORTED: {reason} (seed Phase 1).\n")
+    rd.write_run(cfg)
+
+
+def _upsert_scratchpad(rd: RunDir, section: str) -> None:
+    """Replace the Phase 1 section of scratchpad.md (or append it), so re-runs don't pile up."""
+    old = rd.scratchpad.read_text(encoding="utf-8") if rd.scratchpad.exists() else ""
+    start = old.find(marker(SCRATCHPAD_KEY))
+    if start < 0:
+        rd.append_scratchpad(section)
+        return
+    # the section ends where the next one starts (a marker or a level-2 heading)
+    body = start + len(marker(SCRATCHPAD_KEY)) + 1 + len(SCRATCHPAD_HEADING)
+    ends = [i for i in (old.find("\n<!-- selfimprove:", body), old.find("\n## ", body)) if i >= 0]
+    nxt = min(ends) if ends else -1
+    tail = old[nxt + 1 :] if nxt >= 0 else ""
+    new = old[:start] + section.rstrip("\n") + "\n" + ("\n" + tail if tail else "")
+    atomic_write_text(rd.scratchpad, new)
+
+
+class _Steps(list):
+    """What Phase 1 did, in order; each step is also printed (stderr) as it happens."""
+
+    def append(self, step: str) -> None:
+        console.print(f"  {step}", highlight=False, markup=False, soft_wrap=True)
+        super().append(step)
+
+
+def _make_available(rd: RunDir, cfg: RunConfig, env_path: str | None, python: str) -> tuple[str, list[str], str | None]:
+    """Step 1: returns (source, steps done, env_path recorded)."""
+    env_id = cfg.hub_id
+    module = vc.env_module_name(env_id)
+    steps: list[str] = _Steps()
+    path = env_path or cfg.env_path
+    if path:
+        project = Path(path).expanduser().resolve()
+        if not project.is_dir():
+            raise UsageError(f"--env-path {path}: directory not found")
+        console.print(f"  pip install -e {project} ...", highlight=False, markup=False, soft_wrap=True)
+        cmd = vc.install_editable(project, python=python)
+        steps.append(f"installed {project} ({' '.join(cmd[:3])} ... -e)")
+        if not vc.is_importable(env_id, python):
+            raise EnvNotFound(
+                f"--env-path {project} is installed but provides no module '{module}' for env id '{env_id}'; "
+                f"the module must be the id's last segment with '-' -> '_' (bootstrap with --hub-id <its name>)"
+            )
+        return "env-path", steps, str(project)
+    if vc.is_importable(env_id, python):
+        steps.append(f"module {module} already importable: prime skipped")
+        return "local", steps, None
+    if not vc.is_hub_slug(env_id):
+        raise EnvNotFound(f"env '{env_id}' is not importable (no module '{module}'); {vc.install_hint(env_id, python)}")
+    try:
+        prime_hub.env_info(env_id)
+        steps.append(f"prime env info {env_id}: found")
+        console.print(f"  prime env install {env_id} ...", highlight=False, markup=False, soft_wrap=True)
+        prime_hub.env_install(env_id, python=python)
+        steps.append(f"prime env install {env_id}: done")
+    except EnvNotFound as e:
+        _abort(rd, cfg, f"hub env {env_id} not found")
+        raise EnvNotFound(f"{e}; run aborted (run.json status=aborted)") from None
+    if not vc.is_importable(env_id, python):
+        raise EnvNotFound(
+            f"`prime env install {env_id}` finished but module '{module}' is still not importable by {python}; "
+            f"{vc.install_hint(env_id, python)}"
+        )
+    return "hub", steps, None
+
+
+def scratchpad_entry(h: HubEnv) -> str:
+    """Phase 1 summary for humans: stack and sizes only (no eval content)."""
+    funcs = ", ".join(f"{f.name} x{f.weight:g}" for f in h.rubric_funcs) or "none"
+    cfg = {k: v for k, v in h.parser_config.items() if k in ("fields", "answer_field", "extract_fn")}
+    group = ""
+    if h.rubric_group:
+        group = f" (unwrapped from RubricGroup[{', '.join(m.rubric_class for m in h.rubric_group)}])"
+    fmt = h.answer_format_instruction or "(no sentence of the system prompt states it; see the train samples)"
+    lines = [
+        marker(SCRATCHPAD_KEY),
+        SCRATCHPAD_HEADING,
+        "",
+        f"- env: `{h.env_id}` (module `{h.module}`, source {h.source}, args `{json.dumps(h.env_args)}`)",
+        f"- stack to mirror: {h.env_class} / {h.parser_class} {json.dumps(cfg)} / {h.rubric_class}: {funcs}{group}",
+        f"- answer format: {fmt}",
+        f"- data: train {h.train_size if h.train_size is not None else 'none'} rows, "
+        f"eval {h.eval_size if h.eval_size is not None else 'none'} rows (eval rows sealed: count only)",
+        f"- warnings: {'; '.join(h.warnings) if h.warnings else 'none'}",
+        f"- details (full system prompt, 3 train rows): `{Path('hub_env.json')}`",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def introspect(
+    rd: RunDir, env_path: str | None = None, timeout: float = vc.INTROSPECT_TIMEOUT_S
+) -> IntrospectResult:
+    """Run Phase 1 on a run dir; returns what was written to hub_env.json."""
+    rd.require()
+    with rd.lock("introspect"):
+        cfg = rd.read_run()
+        if cfg.status != "running":
+            why = f" ({cfg.reason})" if cfg.reason else ""
+            raise RunDirError(
+                f"run {rd.root} is {cfg.status}{why}; introspect runs only on a running run "
+                "(start a new one with `selfimprove bootstrap`)"
+            )
+        python = getattr(cfg, "env_python", None) or sys.executable
+        phase_line("start", "introspect")
+        source, steps, recorded_path = _make_available(rd, cfg, env_path, python)
+
+        console.print(f"  loading {cfg.hub_id} in a fresh Python ({python}) ...", highlight=False, markup=False, soft_wrap=True)
+        info = vc.introspect_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python)
+        warnings = list(info.get("warnings") or [])
+        warnings += qwen3_warnings(cfg.model, info["parser_class"], info.get("parser_config") or {})
+        hub = HubEnv(
+            env_id=cfg.hub_id,
+            env_args=cfg.env_args,
+            module=info["module"],
+            source=source,
+            env_class=info["env_class"],
+            parser_class=info["parser_class"],
+            parser_config=info.get("parser_config") or {},
+            rubric_class=info["rubric_class"],
+            rubric_funcs=info["rubric_funcs"],
+            rubric_group=info.get("rubric_group"),
+            system_prompt=info.get("system_prompt"),
+            answer_format_instruction=info.get("answer_format_instruction"),
+            train_size=info.get("train_size"),
+            eval_size=info.get("eval_size"),
+            train_samples=info.get("train_samples") or [],
+            warnings=warnings,
+            verifiers_version=info.get("verifiers_version"),
+            introspected_at=time.time(),
+        )
+        for w in warnings:
+            console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
+
+        _upsert_scratchpad(rd, scratchpad_entry(hub))
+        if recorded_path and recorded_path != cfg.env_path:
+            cfg.env_path = recorded_path
+            rd.write_run(cfg)
+        rd.write_hub_env(hub)  # last: its presence marks Phase 1 done
+        phase_line("done", "introspect")
+        return IntrospectResult(hub_env=hub, steps=list(steps))
