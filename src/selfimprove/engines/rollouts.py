@@ -1,0 +1,105 @@
+"""Cheap, content-free readers of the engine's rollout files.
+
+`LineCounter` counts newline-terminated lines of a growing file without parsing
+it (the completion signal: eval rows are sealed, so the watcher never decodes
+them). `train_rewards` decodes TRAIN rows, which are fair game, and keeps only
+their rewards (the progress bar and the scratchpad trajectory need nothing else).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from ..rundir import ArmDir
+
+TRAIN_FILE = "train_rollouts.jsonl"
+EVAL_FILE = "eval_rollouts.jsonl"
+
+
+class LineCounter:
+    """Counts complete lines of a file that only grows; reads each byte once.
+
+    A truncated or replaced file (size shrinks or inode changes) is recounted
+    from the start, so a relaunch that rewrites the file is handled.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._ino: int | None = None
+        self._offset = 0
+        self._lines = 0
+
+    def count(self) -> int:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            self._ino, self._offset, self._lines = None, 0, 0
+            return 0
+        if st.st_ino != self._ino or st.st_size < self._offset:
+            self._ino, self._offset, self._lines = st.st_ino, 0, 0
+        if st.st_size > self._offset:
+            with open(self.path, "rb") as f:
+                f.seek(self._offset)
+                while chunk := f.read(1 << 20):
+                    self._lines += chunk.count(b"\n")
+                    self._offset += len(chunk)
+        return self._lines
+
+
+def count_complete_lines(path: Path) -> int:
+    return LineCounter(path).count()
+
+
+def train_rewards(path: Path) -> list[float]:
+    """Rewards of the complete, decodable rows of a TRAIN rollouts file (others skipped)."""
+    out: list[float] = []
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        return out
+    end = data.rfind(b"\n")
+    for line in data[: end + 1].splitlines():
+        if not line.strip():
+            continue
+        try:
+            reward = json.loads(line).get("reward")
+        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            continue
+        if isinstance(reward, (int, float)) and not isinstance(reward, bool):
+            out.append(float(reward))
+    return out
+
+
+def train_steps(arm: ArmDir, up_to: int | None = None) -> list[int]:
+    """Steps that have a train rollouts file, ascending (optionally <= up_to)."""
+    return [
+        s for s in arm.rollout_steps()
+        if (up_to is None or s <= up_to) and (arm.rollout_step(s) / TRAIN_FILE).is_file()
+    ]
+
+
+class TrainRewardTracker:
+    """Mean reward of the newest train rollouts file; re-decodes only when it changes."""
+
+    def __init__(self, arm: ArmDir):
+        self.arm = arm
+        self._key: tuple[str, int] | None = None
+        self.mean: float | None = None
+        self.step: int | None = None
+
+    def update(self) -> float | None:
+        for step in reversed(self.arm.rollout_steps()):
+            path = self.arm.rollout_step(step) / TRAIN_FILE
+            try:
+                key = (str(path), path.stat().st_size)
+            except FileNotFoundError:
+                continue  # e.g. a step dir holding only eval rows
+            if key != self._key:
+                self._key = key
+                rewards = train_rewards(path)
+                if rewards:
+                    self.mean, self.step = sum(rewards) / len(rewards), step
+            break
+        return self.mean

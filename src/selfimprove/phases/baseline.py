@@ -1,0 +1,286 @@
+"""Phase 2, baseline: iter_0 is either inherited (2A, --init-from) or trained here (2B).
+
+2B steps, each done iff its artefact exists and validates, so a re-run resumes:
+  1. iter_0/canonical_rl.toml: a verbatim copy of the canonical config (--config / run.json
+     canonical_config, else <PRIME_RL_DIR>/configs/<dataset>/rl.toml, else the project's
+     configs/<dataset>/rl.toml), or one generated from hub_env.json when none exists;
+     validated against the seed dialect (the bad key is named);
+  2. iter_0/eval_overlay.toml (the seed's overlay: one checkpoint and one eval at max_steps);
+  3. the training job (`engines.jobs.run_training`: launch detached, or ATTACH to the live one);
+  4. iter_0/eval_summary.json (sealed aggregation) + metrics.json (idempotent);
+  5. run.json iter_0_source/path/step, and the scratchpad entry (written once).
+
+2A validates the prior run (the seed's artefact list, step dirs agreeing), symlinks its trees
+per the seed (plus run_default/checkpoints and broadcasts of step F when present: Phase 3's
+resume needs them), freezes iter_0/canonical_rl.toml as 2B does (best effort: later arms are
+built on it), and takes eval_acc from the prior run's metrics.json.
+
+The run dir is locked for the whole phase. A CLI killed with -9 drops the lock but not the
+job (its own session); re-running attaches.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .. import scratchpad
+from ..engines import engine_command
+from ..engines.jobs import JobExpectation, JobResult, run_training
+from ..errors import ConfigError, EvalAggregationError, JobFailed, RunDirError, UsageError
+from ..models import EvalSummary, HubEnv, RunConfig
+from ..resources import project_configs_dirs
+from ..rundir import ArmDir, RunDir, atomic_write_text, read_model, sorted_steps, write_model
+from ..stack import prime_rl
+from ..stats import wilson_interval
+from ..ui import console
+from .bootstrap import check_init_from
+from .evals import EVAL_FILE, aggregate_eval, record_summary, summarize, train_reward_mean, train_trajectory
+
+CANONICAL_COPY = "canonical_rl.toml"  # iter_0/: the config iter_0 trained with
+
+
+@dataclass
+class BaselineResult:
+    summary: EvalSummary
+    already_done: bool  # eval_summary.json was there before this call
+    job: JobResult | None = None  # None for --init-from and for an already finished phase
+
+
+def _note(quiet: bool, msg: str) -> None:
+    if not quiet:
+        console.print(msg, highlight=False)
+
+
+def run_baseline(rd: RunDir, *, restart: bool = False, resume: bool = False, config: str | None = None,
+                 cap_hours: float | None = None, quiet: bool = False) -> BaselineResult:
+    """Run Phase 2 to completion (or attach to its running job); idempotent."""
+    rd.require()
+    if cap_hours is not None and cap_hours <= 0:
+        raise UsageError(f"--cap-hours {cap_hours}: must be > 0")
+    with rd.lock("baseline"):
+        cfg = rd.read_run()
+        arm = rd.iter(0)
+        summary = _valid_summary(rd, arm)
+        already, job = summary is not None, None
+        if already and (restart or resume):
+            _note(quiet, f"iter_0 is already done ({arm.eval_summary}); --restart/--resume ignored")
+        if summary is None and cfg.init_from:
+            summary = _inherit(rd, arm, cfg, quiet)
+        elif summary is None:
+            summary, job = _train(rd, arm, cfg, restart=restart, resume=resume, config=config,
+                                  cap_hours=cap_hours, quiet=quiet)
+        _bookkeep(rd, arm, cfg, summary)
+        return BaselineResult(summary=summary, already_done=already, job=job)
+
+
+def _valid_summary(rd: RunDir, arm: ArmDir) -> EvalSummary | None:
+    if not arm.eval_summary.is_file():
+        return None
+    try:
+        return rd.read_eval_summary(arm)
+    except RunDirError:
+        return None  # corrupt: redo the step that writes it
+
+
+def _bookkeep(rd: RunDir, arm: ArmDir, cfg: RunConfig, summary: EvalSummary) -> None:
+    """metrics.json, run.json iter_0_*, scratchpad: each written only if missing or different."""
+    metrics = rd.read_metrics()
+    if metrics.get("iter_0") is None:
+        record_summary(rd, summary, key="iter_0")
+    inherited = summary.source == "init-from"
+    src = "init-from" if inherited else "trained"
+    path = str(Path(cfg.init_from) / "prime_out") if inherited and cfg.init_from else str(arm.prime_out)
+    cfg = rd.read_run()
+    if (cfg.iter_0_source, cfg.iter_0_path, cfg.iter_0_step) != (src, path, summary.final_step):
+        cfg.iter_0_source, cfg.iter_0_path, cfg.iter_0_step = src, path, summary.final_step
+        rd.write_run(cfg)
+    text = rd.scratchpad.read_text(encoding="utf-8") if rd.scratchpad.exists() else ""
+    if not scratchpad.has_entry(text, "iter_0"):
+        traj = None if inherited else train_trajectory(arm)
+        rd.append_scratchpad(scratchpad.render_iter0(summary, trajectory=traj, init_from=cfg.init_from if inherited else None))
+
+
+# ---------------------------------------------------------------- 2B: train iter_0
+
+
+def _hub_env(rd: RunDir) -> HubEnv | None:
+    return read_model(rd.hub_env_json, HubEnv) if rd.hub_env_json.is_file() else None
+
+
+def expected_eval_examples(cfg: RunConfig, hub: HubEnv | None) -> int:
+    """The seed's 200 (cfg.eval_examples), capped by the eval split's size when introspection knows it."""
+    if hub is not None and hub.eval_size:
+        return min(cfg.eval_examples, hub.eval_size)
+    return cfg.eval_examples
+
+
+def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, explicit: str | None,
+                   quiet: bool) -> Path:
+    """iter_0/canonical_rl.toml: a verbatim copy of the canonical config, made once.
+
+    Search order: --config, run.json canonical_config, <PRIME_RL_DIR>/configs/<dataset>/rl.toml,
+    the project's configs/<dataset>/rl.toml; if none exists, one is generated from hub_env.json.
+    The copy freezes what iter_0 trained with (iterate and compare build every later arm on
+    it); a --config given on this call replaces a copy whose bytes differ. The origin is
+    recorded in run.json canonical_config.
+    """
+    frozen = arm.dir / CANONICAL_COPY
+    if frozen.is_file() and not explicit:
+        _check_canonical(frozen)
+        return frozen
+    found, tried = prime_rl.find_canonical_config(cfg.dataset, explicit or cfg.canonical_config, None,
+                                                  project_configs_dirs())
+    if found is not None:
+        _check_canonical(found)  # before copying: a bad file is named as the user's, and never frozen
+        data = found.read_bytes()
+        if not frozen.is_file() or frozen.read_bytes() != data:
+            atomic_write_bytes(frozen, data)
+        origin = str(found.resolve())
+    elif explicit or cfg.canonical_config:
+        raise ConfigError(f"--config {explicit or cfg.canonical_config}: file not found; pass an existing rl.toml")
+    elif hub is None:
+        raise ConfigError(
+            f"no canonical config for dataset '{cfg.dataset}'; tried: {', '.join(map(str, tried)) or '(no configs dirs)'}; "
+            f"pass --config PATH, set PRIME_RL_DIR, or run `selfimprove introspect --run-dir {rd.root}` so one is generated from hub_env.json"
+        )
+    else:
+        prime_rl.write_toml(frozen, prime_rl.canonical_from_hub_env(hub.env_id, hub.env_args, cfg.model))
+        _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} paths); generated {frozen} from hub_env.json")
+        origin = str(frozen)
+    if cfg.canonical_config != origin:
+        run = rd.read_run()
+        run.canonical_config = origin  # where iter_0's config came from (the copy is what runs)
+        rd.write_run(run)
+    return frozen
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    atomic_write_text(path, data.decode("utf-8"))  # TOML is UTF-8 text (read_toml refuses anything else)
+
+
+def _check_canonical(path: Path) -> dict:
+    try:
+        canonical = prime_rl.read_toml(path)
+        prime_rl.validate_config(canonical)
+    except ConfigError as e:
+        raise ConfigError(f"canonical config {path}: {e}; fix the file or pass another with --config") from None
+    return canonical
+
+
+def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bool, config: str | None,
+           cap_hours: float | None, quiet: bool) -> tuple[EvalSummary, JobResult]:
+    hub = _hub_env(rd)
+    steps = cfg.steps_per_run  # max_steps is ABSOLUTE: iter_0 trains steps 1..steps
+    n_eval = expected_eval_examples(cfg, hub)
+    eval_id, eval_args = (hub.env_id, hub.env_args) if hub else (cfg.hub_id, cfg.env_args)
+    expect = JobExpectation(max_steps=steps, num_examples=n_eval, cap_hours=cap_hours)
+    # Built on every call (cheap, deterministic): identical files when attaching to a live job.
+    canonical_path = find_canonical(rd, arm, cfg, hub, config, quiet)
+    canonical = prime_rl.read_toml(canonical_path)
+    overlay = prime_rl.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
+    overrides = prime_rl.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
+                                            rollouts_per_example=cfg.rollouts_per_example, canonical=canonical)
+    try:  # what the engine will see: canonical <- overlay <- CLI
+        prime_rl.validate_config(prime_rl.deep_merge(prime_rl.deep_merge(canonical, overlay), overrides))
+    except ConfigError as e:
+        raise ConfigError(f"iter_0 config (canonical {canonical_path} + overlay + overrides): {e}") from None
+    prime_rl.write_toml(arm.eval_overlay, overlay, partial=True)
+    cmd = engine_command(cfg) + prime_rl.rl_command_args([canonical_path, arm.eval_overlay], overrides, arm.prime_out)
+    job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet)
+    if not arm.trainer_ckpt(steps).exists():
+        raise JobFailed(
+            f"iter_0: the job finished but saved no checkpoint {arm.trainer_ckpt(steps)}; Phase 3 has nothing to "
+            f"resume from; check [ckpt] interval in {arm.eval_overlay}, move {arm.prime_out} aside and re-run"
+        )
+    summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
+    return summary, job
+
+
+# ---------------------------------------------------------------- 2A: --init-from
+
+
+def _link(target: Path, link: Path) -> None:
+    """Symlink `link` -> `target`; an existing correct link is kept, anything else there is an error."""
+    if link.is_symlink():
+        if Path(os.readlink(link)) == target:
+            return
+        raise RunDirError(f"{link}: links to {os.readlink(link)}, expected {target}; remove it and re-run")
+    if link.exists():
+        raise RunDirError(f"{link}: exists and is not a link to {target}; move it aside and re-run")
+    link.parent.mkdir(parents=True, exist_ok=True)
+    os.symlink(target, link)
+
+
+def _prior_metrics(src: Path, step: int) -> dict:
+    """The prior run's metrics.json entry for its final step (else its last entry with eval_acc)."""
+    path = src / "metrics.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as e:
+        raise UsageError(f"--init-from {src}: cannot read {path} ({getattr(e, 'msg', e)})") from None
+    entries = [e for e in (data.get("iters") if isinstance(data, dict) else None) or []
+               if isinstance(e, dict) and isinstance(e.get("eval_acc"), (int, float))]
+    if not entries:
+        raise UsageError(f"--init-from {src}: {path} has no iters[] entry with a numeric eval_acc")
+    at_step = [e for e in entries if step in (e.get("final_step"), e.get("step"))]
+    return (at_step or entries)[-1]
+
+
+def _inherit(rd: RunDir, arm: ArmDir, cfg: RunConfig, quiet: bool) -> EvalSummary:
+    assert cfg.init_from
+    final = check_init_from(cfg.init_from)
+    src = Path(cfg.init_from).expanduser()
+    po = src / "prime_out"
+    tops = {name: sorted_steps(po / rel) for name, rel in
+            (("weights", "weights"), ("checkpoints", "checkpoints"), ("rollouts", "run_default/rollouts"))}
+    finals = {name: (s[-1] if s else None) for name, s in tops.items()}
+    if len(set(finals.values())) != 1:
+        shown = ", ".join(f"{n}/ step_{v}" if v is not None else f"{n}/ none" for n, v in finals.items())
+        raise UsageError(f"--init-from {src}: the final step dirs disagree ({shown}); reuse a run whose weights, "
+                         "checkpoints and rollouts all end at the same step")
+    _link(po / "weights" / f"step_{final}", arm.weights(final))
+    _link(po / "checkpoints" / f"step_{final}", arm.trainer_ckpt(final))
+    for s in tops["rollouts"]:
+        _link(po / "run_default" / "rollouts" / f"step_{s}", arm.rollout_step(s))
+    missing = []
+    for rel, mine in ((f"run_default/checkpoints/step_{final}", arm.orchestrator_ckpt(final)),
+                      (f"run_default/broadcasts/step_{final}", arm.broadcast(final))):
+        if (po / rel).exists():
+            _link(po / rel, mine)
+        else:
+            missing.append(rel)
+    if missing:
+        _note(quiet, f"warning: --init-from has no {', '.join(missing)}; Phase 3 cannot resume from it without them")
+
+    try:  # iterate/compare build every later arm on iter_0/canonical_rl.toml, inherited or not
+        find_canonical(rd, arm, cfg, _hub_env(rd), None, quiet)
+    except ConfigError as e:
+        _note(quiet, f"warning: no canonical config frozen for the inherited iter_0 ({e}); iterate will need one")
+    prior = _prior_metrics(src, final)
+    try:  # the sealed aggregate of the inherited eval file gives per-example scores for paired tests
+        agg: EvalSummary | None = summarize(arm, step=final, expected_examples=1, source="init-from", key="iter_0")
+    except (EvalAggregationError, OSError, ValueError) as e:  # metrics.json is the seed's source of truth
+        _note(quiet, f"note: inherited eval file not aggregated ({type(e).__name__}); using metrics.json only")
+        agg = None
+    acc = float(prior["eval_acc"])
+    reward = prior.get("eval_reward_mean", agg.eval_reward_mean if agg else None)
+    n = prior.get("n_eval", agg.n_eval if agg else None)
+    if reward is None or n is None:
+        raise UsageError(f"--init-from {src}: metrics.json lacks eval_reward_mean/n_eval and the eval file could not be aggregated")
+    if agg is not None and abs(agg.eval_acc - acc) > 0.5 / max(agg.n_eval, 1):
+        _note(quiet, f"warning: metrics.json eval_acc {acc:.3f} differs from the inherited eval file's {agg.eval_acc:.3f}; using metrics.json (seed 2A)")
+    n_ex = agg.n_examples if agg else int(n)
+    lo, hi = wilson_interval(min(acc * n_ex, n_ex), n_ex)
+    train_mean, train_steps_used = (agg.train_reward_mean, agg.train_reward_steps) if agg else train_reward_mean(arm, final)
+    summary = EvalSummary(
+        arm="iter_0", eval_acc=acc, eval_reward_mean=float(reward), n_eval=int(n), n_examples=n_ex, acc_ci95=(lo, hi),
+        train_reward_mean=train_mean, train_reward_steps=train_steps_used, checkpoint=str(arm.weights(final)),
+        final_step=final, source="init-from", eval_file=str(arm.rollout_step(final) / EVAL_FILE),
+        dropped_lines=agg.dropped_lines if agg else 0, correct_rule=agg.correct_rule if agg else "metrics.json eval_acc",
+        per_example=agg.per_example if agg else [],
+    )
+    write_model(arm.eval_summary, summary)
+    return summary

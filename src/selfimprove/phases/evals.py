@@ -1,0 +1,238 @@
+"""Sealed eval aggregation (the seed's Phase 2B step 4, shared by every arm).
+
+Eval rows are sealed (seed Non-negotiable 1, DESIGN "Eval rows are sealed"):
+each line of eval_rollouts.jsonl is decoded and immediately reduced to
+(example_id, reward, correct); the decoded row is dropped on the spot, and no
+message of this module ever quotes a line (errors say "line 17: not JSON").
+Correctness is metrics.is_correct when the row has it, else reward >= 0.5, as
+in the seed's one-liner.
+
+Train rollouts are fair game: `train_reward_mean` and `train_trajectory` read
+their rewards.
+
+What is not covered: eval files of several eval envs are aggregated together
+(the loop only ever configures one eval env, the real one).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections import OrderedDict
+from pathlib import Path
+
+from ..engines.rollouts import EVAL_FILE, TRAIN_FILE, train_rewards, train_steps
+from ..errors import EvalAggregationError
+from ..models import EvalSummary, ExampleScore, IterRecord
+from ..rundir import CONTROL_ARMS, ArmDir, RunDir, write_model
+from ..stats import wilson_interval
+
+TRAIN_MEAN_STEPS = 10  # train_reward_mean: over the last this-many train steps
+RULE_IS_CORRECT = "metrics.is_correct"
+RULE_REWARD = "reward >= 0.5"
+
+
+def eval_file(arm: ArmDir, step: int) -> Path:
+    return arm.rollout_step(step) / EVAL_FILE
+
+
+class _NotJson(EvalAggregationError):
+    """A line that does not decode (fatal unless it is the last line: then it is a torn write)."""
+
+
+def _number(v: object) -> float | None:
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def _sealed_fields(line: bytes, lineno: int, path: Path) -> tuple[object, float, float | None]:
+    """(example_id, reward, is_correct or None) of one eval row; nothing else survives this call."""
+    try:
+        row = json.loads(line)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise _NotJson(f"{path}: line {lineno}: not JSON; the engine wrote a corrupt eval file, re-run with --restart") from None
+    if not isinstance(row, dict):
+        raise EvalAggregationError(f"{path}: line {lineno}: not a JSON object")
+    reward = _number(row.get("reward"))
+    metrics = row.get("metrics")
+    is_correct = _number(metrics.get("is_correct")) if isinstance(metrics, dict) else None
+    example_id = row.get("example_id")
+    del row  # the rest of the row (prompt, completion, answer, info) goes no further
+    if reward is None:
+        raise EvalAggregationError(f"{path}: line {lineno}: no numeric 'reward'; is this an eval rollouts file of the seed dialect?")
+    if not isinstance(example_id, (int, str)) or isinstance(example_id, bool):
+        example_id = None
+    return example_id, reward, is_correct
+
+
+def read_sealed(path: Path) -> tuple[list[tuple[object, float, float]], int, str]:
+    """[(example_id, reward, correct)] of every complete row, dropped-line count, correctness rule.
+
+    Streams the file line by line. The last line is dropped (and counted) when it has no
+    trailing newline or is not JSON: a writer interrupted mid-line. A non-JSON line anywhere
+    else is an error, and so is a row without a numeric reward.
+    """
+    if not path.is_file() or path.stat().st_size == 0:
+        raise EvalAggregationError(
+            f"{path}: eval rollouts missing or empty; the seed's rule is 'Missing/empty eval_rollouts.jsonl -> abort': "
+            "the arm cannot be scored; check train.log, then re-run with --restart"
+        )
+    out: list[tuple[object, float, float]] = []
+    rules: set[str] = set()
+    dropped = 0
+    pending: EvalAggregationError | None = None  # a bad line is fatal only if another line follows it
+    with open(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            if pending is not None:
+                raise pending
+            if not line.endswith(b"\n"):
+                dropped += 1  # torn: the writer stopped mid-line (only the last line can lack a newline)
+                continue
+            try:
+                ex, reward, is_correct = _sealed_fields(line, lineno, path)
+            except _NotJson as e:
+                pending = EvalAggregationError(str(e))
+                continue
+            if ex is None:
+                ex = len(out)  # no example_id: fall back to the row's position (pairing by order)
+            rules.add(RULE_IS_CORRECT if is_correct is not None else RULE_REWARD)
+            correct = is_correct if is_correct is not None else (1.0 if reward >= 0.5 else 0.0)
+            out.append((ex, reward, correct))
+    if pending is not None:
+        dropped += 1  # the final line was not JSON: torn, not fatal
+    if len(rules) == 1:
+        rule = rules.pop()
+    else:
+        rule = f"{RULE_IS_CORRECT} where present, else {RULE_REWARD}" if rules else RULE_IS_CORRECT
+    return out, dropped, rule
+
+
+def per_example(rows: list[tuple[object, float, float]]) -> list[ExampleScore]:
+    """Mean reward and mean correctness of each example over its rollouts, in first-seen order."""
+    acc: OrderedDict[object, list[float]] = OrderedDict()
+    for ex, reward, correct in rows:
+        s = acc.setdefault(ex, [0.0, 0.0, 0])
+        s[0] += reward
+        s[1] += correct
+        s[2] += 1
+    return [ExampleScore(example_id=ex, reward=r / n, correct=c / n) for ex, (r, c, n) in acc.items()]
+
+
+def train_reward_mean(arm: ArmDir, up_to: int, last: int = TRAIN_MEAN_STEPS) -> tuple[float | None, list[int]]:
+    """Mean of the per-step mean train rewards over the last `last` train steps <= up_to."""
+    means, used = [], []
+    for s in train_steps(arm, up_to)[-last:]:
+        r = train_rewards(arm.rollout_step(s) / TRAIN_FILE)
+        if r:
+            means.append(sum(r) / len(r))
+            used.append(s)
+    return (sum(means) / len(means) if means else None), used
+
+
+def train_trajectory(arm: ArmDir, bucket: int = 20) -> list[dict]:
+    """Mean train reward per `bucket`-step bucket:
+    [{"steps": "1-20", "first_step": 1, "last_step": 20, "reward_mean": 0.41, "n_steps": 20}, ...].
+
+    Steps 1..bucket form the first bucket (step 0, if the engine logs one, joins it),
+    matching the seed's "trajectory by 20-step buckets".
+    """
+    buckets: dict[int, list[float]] = {}
+    for s in train_steps(arm):
+        r = train_rewards(arm.rollout_step(s) / TRAIN_FILE)
+        if r:
+            buckets.setdefault(max(s - 1, 0) // bucket, []).append(sum(r) / len(r))
+    return [
+        {"steps": f"{b * bucket + 1}-{(b + 1) * bucket}", "first_step": b * bucket + 1, "last_step": (b + 1) * bucket,
+         "reward_mean": round(sum(m) / len(m), 4), "n_steps": len(m)}
+        for b, m in sorted(buckets.items())
+    ]
+
+
+def checkpoint_path(arm: ArmDir, step: int) -> str | None:
+    """The arm's HF weights at `step` (what a user loads), else its trainer checkpoint, else None."""
+    for p in (arm.weights(step), arm.trainer_ckpt(step)):
+        if p.exists():
+            return str(p)
+    return None
+
+
+def summarize(arm: ArmDir, *, step: int, expected_examples: int, source: str = "trained",
+              key: str | None = None) -> EvalSummary:
+    """Aggregate the final eval file of `arm` into an EvalSummary (no file written)."""
+    path = eval_file(arm, step)
+    rows, dropped, rule = read_sealed(path)
+    if len(rows) < expected_examples:
+        torn = f" ({dropped} torn line dropped)" if dropped else ""
+        raise EvalAggregationError(
+            f"{path}: {len(rows)} complete eval rows{torn}, expected at least {expected_examples}; "
+            "the eval did not finish; re-run with --restart"
+        )
+    examples = per_example(rows)
+    n = len(rows)
+    successes = sum(e.correct for e in examples)
+    lo, hi = wilson_interval(successes, len(examples))  # examples, not rollouts, are the independent units
+    train_mean, train_used = train_reward_mean(arm, step)
+    return EvalSummary(
+        arm=key or arm_key(arm),
+        eval_acc=sum(c for _, _, c in rows) / n,
+        eval_reward_mean=sum(r for _, r, _ in rows) / n,
+        n_eval=n,
+        n_examples=len(examples),
+        acc_ci95=(lo, hi),
+        train_reward_mean=train_mean,
+        train_reward_steps=train_used,
+        checkpoint=checkpoint_path(arm, step),
+        final_step=step,
+        source=source,
+        eval_file=str(path),
+        dropped_lines=dropped,
+        correct_rule=rule,
+        per_example=examples,
+    )
+
+
+_CONTROL_KEYS = {dirname: key for key, dirname in CONTROL_ARMS.items()}
+
+
+def arm_key(arm: ArmDir) -> str:
+    """metrics.json key of an arm: "iter_N", or "run_a"/"run_b"/"run_c" for the control dirs."""
+    return _CONTROL_KEYS.get(arm.name, arm.name)
+
+
+def _iter_of(key: str) -> int | None:
+    return int(key[5:]) if key.startswith("iter_") and key[5:].isdigit() else None
+
+
+def record_summary(rd: RunDir, summary: EvalSummary, *, key: str | None = None, rows: int | None = None) -> IterRecord:
+    """Append (or replace) the arm's record in metrics.json; idempotent."""
+    key = key or summary.arm
+    rec = IterRecord(
+        arm=key, iter=_iter_of(key),
+        eval_acc=summary.eval_acc, eval_reward_mean=summary.eval_reward_mean, n_eval=summary.n_eval,
+        acc_ci95=summary.acc_ci95, train_reward_mean=summary.train_reward_mean, rows=rows,
+        checkpoint=summary.checkpoint, final_step=summary.final_step, source=summary.source, ts=time.time(),
+    )
+    rd.record_arm(rec)
+    return rec
+
+
+def aggregate_eval(
+    arm: ArmDir, *, step: int, expected_examples: int, source: str = "trained",
+    rd: RunDir | None = None, key: str | None = None, rows: int | None = None,
+) -> EvalSummary:
+    """Aggregate, write <arm>/eval_summary.json atomically, and record the arm in metrics.json.
+
+    `rd` defaults to the arm's parent run dir; `key` (the metrics.json arm) to `arm_key(arm)`
+    ("iter_N", or "run_a"/"run_b"/"run_c" for control dirs); `rows` is the arm's synthetic-dataset
+    size (None = real data). Re-running replaces the record, never duplicates it.
+    """
+    summary = summarize(arm, step=step, expected_examples=expected_examples, source=source, key=key)
+    write_model(arm.eval_summary, summary)
+    record_summary(rd or RunDir(arm.dir.parent), summary, key=key, rows=rows)
+    return summary

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""A test double of prime-rl's `rl` command (seed dialect). Standard library only.
+
+    fake_rl.py @ a.toml @ b.toml --model.name M --max-steps 4 --orchestrator.batch-size 32 \
+        --orchestrator.rollouts-per-example 4 --output-dir OUT [--ckpt.resume-step N]
+
+Honours the `rl` contract the orchestrator relies on: `@` files deep-merged left to
+right, dotted kebab-case overrides on top, [trainer] and [orchestrator] required,
+a fresh run refused (FileExistsError) when OUT holds checkpoints, resume refused when
+one of the three resume trees is missing. Writes the prime-rl layout:
+
+    OUT/weights/step_N/{model.safetensors,config.json,tokenizer.json}
+    OUT/checkpoints/step_N/trainer/{__0_0.distcp,.metadata}
+    OUT/run_default/checkpoints/step_N/orchestrator/progress.json
+    OUT/run_default/broadcasts/step_N/{model.safetensors,STABLE}
+    OUT/run_default/rollouts/step_N/{train,eval}_rollouts.jsonl   (prime-rl record fields)
+
+Checkpoints at multiples of [ckpt] interval; evals at step 0 and at multiples of
+[orchestrator.eval] interval and at max_steps. Behaviour switches (env vars):
+
+    FAKE_RL_STEP_S=0.005      seconds per training step
+    FAKE_RL_DIE_AT_ONCE=1     print a traceback and exit 1 before doing anything
+    FAKE_RL_CRASH_AFTER=N     exit 1 after finishing step N
+    FAKE_RL_HANG=1            hang forever before the final eval
+    FAKE_RL_EVAL_DELAY=S      sleep S seconds before the final eval ("finish late")
+    FAKE_RL_EXIT_DELAY=S      sleep S seconds after the final eval, before exiting
+    FAKE_RL_TORN=1            final eval file ends with a torn (half-written) line
+    FAKE_RL_EVAL_ROWS=N       write N final eval rows instead of num_examples
+    FAKE_RL_NO_REWARD=1       final eval rows have no reward field
+    FAKE_RL_CANARY=STR        put STR into every eval row's prompt/completion/answer/info
+    FAKE_RL_CKPT_EVERY=N      checkpoint every N steps whatever the config says
+    FAKE_RL_ACC=0.4           eval accuracy (seeded, deterministic)
+    FAKE_RL_LAUNCH_LOG=PATH   append "<pid> <argv>" per launch
+    FAKE_RL_END_STAMP=PATH    write time.time() as the very last action before exiting (0 or 1)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+import time
+import tomllib
+from pathlib import Path
+
+
+def deep_merge(base: dict, over: dict) -> dict:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = deep_merge(out[k], v) if isinstance(out.get(k), dict) and isinstance(v, dict) else v
+    return out
+
+
+def parse_argv(argv: list[str]) -> dict:
+    cfg: dict = {}
+    over: dict = {}
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "@":
+            cfg = deep_merge(cfg, tomllib.loads(Path(argv[i + 1]).read_text()))
+            i += 2
+            continue
+        if not tok.startswith("--"):
+            die(f"Config file error: unrecognized argument {tok!r}")
+        key = tok[2:].replace("-", "_")
+        if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
+            raw, i = argv[i + 1], i + 2
+            try:
+                val = json.loads(raw)
+            except json.JSONDecodeError:
+                val = raw
+        else:
+            val, i = True, i + 1
+        node = over
+        parts = key.split(".")
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+        node[parts[-1]] = val
+    return deep_merge(cfg, over)
+
+
+def die(msg: str, rc: int = 1) -> None:
+    print(msg, flush=True)
+    if stamp := os.environ.get("FAKE_RL_END_STAMP"):
+        Path(stamp).write_text(repr(time.time()))
+    sys.exit(rc)
+
+
+def env_f(name: str, default: float) -> float:
+    return float(os.environ.get(name, default))
+
+
+def write_jsonl(path: Path, rows: list[dict], torn: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as f:
+        for r in rows:
+            f.write(json.dumps(r) + "\n")
+            f.flush()
+        if torn:
+            f.write(json.dumps(rows[-1])[: 25])  # a writer killed mid-line
+
+
+def touch(path: Path, text: str = "x") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+
+
+def row(example_id: int, reward: float, *, train: bool, canary: str, step: int) -> dict:
+    mark = f" {canary}" if canary else ""
+    r = {
+        "example_id": example_id,
+        "prompt": [{"role": "user", "content": f"What is {example_id} + {step}?{mark}"}],
+        "completion": [{"role": "assistant", "content": f"<answer>{example_id + step}</answer>{mark}"}],
+        "answer": f"{example_id + step}{mark}",
+        "info": {"note": f"fake{mark}"},
+        "reward": reward,
+        "metrics": {"is_correct": reward},
+        "timing": {"generation_ms": 1.0, "scoring_ms": 0.1},
+        "is_completed": True,
+        "is_truncated": False,
+        "stop_condition": "stop",
+        "error": None,
+        "token_usage": {"prompt": 12, "completion": 5},
+        "sampling_args": {"temperature": 1.0, "max_tokens": 64},
+    }
+    if train:
+        r.update(env_name="train", advantage=0.0, is_filtered=False)
+    return r
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    if log := os.environ.get("FAKE_RL_LAUNCH_LOG"):
+        with open(log, "a") as f:
+            f.write(f"{os.getpid()} {' '.join(argv)}\n")
+    if os.environ.get("FAKE_RL_DIE_AT_ONCE"):
+        die("Traceback (most recent call last):\n  File \"rl.py\", line 1, in <module>\n"
+            "RuntimeError: fake engine died at once (CUDA not available)")
+    cfg = parse_argv(argv)
+    for section in ("trainer", "orchestrator"):
+        if not isinstance(cfg.get(section), dict):
+            die(f"Config file error: missing [{section}]")
+    out = Path(cfg["output_dir"])
+    max_steps = int(cfg.get("max_steps", 100))
+    orch = cfg["orchestrator"]
+    rpe = int(orch.get("rollouts_per_example", 1))
+    batch = int(orch.get("batch_size", 8))
+    ckpt = cfg.get("ckpt", {})
+    interval = int(os.environ.get("FAKE_RL_CKPT_EVERY") or ckpt.get("interval") or 0)
+    resume = ckpt.get("resume_step")
+    ev = orch.get("eval", {})
+    eval_interval = int(ev.get("interval", max_steps))
+    n_eval = sum(int(e.get("num_examples", 10)) * int(e.get("rollouts_per_example", 1)) for e in ev.get("env", [])) or 10
+    canary = os.environ.get("FAKE_RL_CANARY", "")
+    acc = env_f("FAKE_RL_ACC", 0.4)
+    step_s = env_f("FAKE_RL_STEP_S", 0.005)
+    crash_after = int(os.environ.get("FAKE_RL_CRASH_AFTER", "0"))
+    rd = out / "run_default"
+
+    if resume is not None:
+        resume = int(resume)
+        for need in (out / "checkpoints" / f"step_{resume}" / "trainer",
+                     rd / "checkpoints" / f"step_{resume}" / "orchestrator",
+                     rd / "broadcasts" / f"step_{resume}" / "STABLE"):
+            if not need.exists():
+                die(f"FileNotFoundError: {need}")
+        start = resume
+    else:
+        if (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()):
+            die(f"FileExistsError: {out / 'checkpoints'} holds checkpoints; set clean_output_dir = true")
+        start = 0
+    print(f"fake rl: model={cfg.get('model', {}).get('name')} steps {start}->{max_steps} batch={batch} rpe={rpe}", flush=True)
+
+    def eval_rows(step: int, n: int) -> list[dict]:
+        rng = random.Random(1000 + step)
+        nr = os.environ.get("FAKE_RL_NO_REWARD") and step == max_steps
+        rows = [row(i, 1.0 if rng.random() < acc else 0.0, train=False, canary=canary, step=step) for i in range(n)]
+        if nr:
+            for r in rows:
+                r.pop("reward")
+        return rows
+
+    if start == 0 and ev.get("eval_base_model", True):
+        write_jsonl(rd / "rollouts" / "step_0" / "eval_rollouts.jsonl", eval_rows(0, n_eval))
+    for step in range(start + 1, max_steps + 1):
+        time.sleep(step_s)
+        rng = random.Random(step)
+        p = min(0.95, acc + 0.3 * step / max_steps)
+        train = [row(i // rpe, 1.0 if rng.random() < p else 0.0, train=True, canary="", step=step)
+                 for i in range(min(batch, 64))]
+        write_jsonl(rd / "rollouts" / f"step_{step}" / "train_rollouts.jsonl", train)
+        touch(rd / "broadcasts" / f"step_{step}" / "model.safetensors")
+        touch(rd / "broadcasts" / f"step_{step}" / "STABLE", "")
+        if interval and step % interval == 0:
+            touch(out / "checkpoints" / f"step_{step}" / "trainer" / "__0_0.distcp")
+            touch(out / "checkpoints" / f"step_{step}" / "trainer" / ".metadata")
+            touch(rd / "checkpoints" / f"step_{step}" / "orchestrator" / "progress.json", json.dumps({"step": step}))
+            for name in ("model.safetensors", "config.json", "tokenizer.json"):
+                touch(out / "weights" / f"step_{step}" / name, "{}")
+        mean = sum(r["reward"] for r in train) / len(train)
+        print(f"Step {step} | reward {mean:.3f}", flush=True)
+        if crash_after and step >= crash_after:
+            die(f"Traceback (most recent call last):\nRuntimeError: fake engine crashed after step {step}")
+        if step % eval_interval == 0 and step != max_steps:
+            write_jsonl(rd / "rollouts" / f"step_{step}" / "eval_rollouts.jsonl", eval_rows(step, n_eval))
+
+    if os.environ.get("FAKE_RL_HANG"):
+        print("fake rl: hanging before the final eval", flush=True)
+        while True:
+            time.sleep(3600)
+    time.sleep(env_f("FAKE_RL_EVAL_DELAY", 0))
+    n_final = int(os.environ.get("FAKE_RL_EVAL_ROWS") or n_eval)
+    write_jsonl(rd / "rollouts" / f"step_{max_steps}" / "eval_rollouts.jsonl", eval_rows(max_steps, n_final),
+                torn=bool(os.environ.get("FAKE_RL_TORN")))
+    time.sleep(env_f("FAKE_RL_EXIT_DELAY", 0))
+    print("RL training finished!", flush=True)
+    if stamp := os.environ.get("FAKE_RL_END_STAMP"):
+        Path(stamp).write_text(repr(time.time()))
+
+
+if __name__ == "__main__":
+    main()

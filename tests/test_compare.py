@@ -1,0 +1,132 @@
+"""Phases 4-5 with the fake engine: BEST_ITER, the three control arms, a failing
+arm, finalize on every way a run can end, and the sealed-eval canary."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from selfimprove.errors import SelfImproveError, TeacherActionNeeded
+from selfimprove.models import IterRecord
+from selfimprove.phases import compare as compare_mod
+from selfimprove.phases.compare import compare, pick_best
+from selfimprove.phases.finalize import finalize
+from selfimprove.phases.iterate import iterate
+from selfimprove.rundir import RunDir
+from selfimprove.stack import prime_rl
+
+from loop_helpers import baseline_run, run, write_teacher_files  # noqa: F401
+
+CANARY = "CANARY-7f3a-SEALED-EVAL"
+
+
+def rec(arm: str, it: int | None, acc: float, reward: float) -> IterRecord:
+    return IterRecord(arm=arm, iter=it, eval_acc=acc, eval_reward_mean=reward, n_eval=200, acc_ci95=(0.0, 1.0))
+
+
+def test_pick_best_highest_acc_then_reward_then_earlier() -> None:
+    base = rec("iter_0", 0, 0.9, 0.9)  # iter_0 never wins
+    assert pick_best([base, rec("iter_1", 1, 0.4, 0.4), rec("iter_2", 2, 0.5, 0.5)]).arm == "iter_2"
+    assert pick_best([rec("iter_1", 1, 0.5, 0.4), rec("iter_2", 2, 0.5, 0.6)]).arm == "iter_2"
+    assert pick_best([rec("iter_1", 1, 0.5, 0.5), rec("iter_2", 2, 0.5, 0.5)]).arm == "iter_1"
+    assert pick_best([base, rec("run_a", None, 0.99, 0.99)]) is None
+
+
+def finish_phase3(run: RunDir) -> None:
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir)
+    assert iterate(run, quiet=True).kind == "ended"
+
+
+def all_text(root) -> str:
+    chunks = []
+    for p in root.rglob("*"):
+        if p.is_file() and p.name != "eval_rollouts.jsonl" and p.suffix not in (".safetensors", ".distcp", ".png"):
+            chunks.append(p.read_text(errors="replace"))
+    return "\n".join(chunks)
+
+
+def test_compare_runs_three_arms_then_finalize_table(run: RunDir, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    monkeypatch.setenv("FAKE_RL_CANARY", CANARY)
+    finish_phase3(run)
+    result = compare(run, quiet=True)
+    assert result["errors"] == {} and set(result["arms"]) == {"run_a", "run_b", "run_c"}
+    best = json.loads(run.best_iter_json.read_text())
+    assert best["best_iter"] == 1 and best["BEST_DATASET"].endswith("iter_1/dataset.jsonl")
+    hub_eval = run.read_hub_env().eval_size
+    assert all(r["n_eval"] == hub_eval for r in result["arms"].values())  # the full eval split
+    # Run B: two train env blocks, the canonical's real env first, then the best dataset.
+    run_b = prime_rl.read_toml(run.control("run_b").rl_toml)
+    envs = run_b["orchestrator"]["train"]["env"]
+    canonical = prime_rl.read_toml(run.iter(0).dir / "canonical_rl.toml")
+    assert envs[0] == prime_rl.canonical_train_envs(canonical)[0] and envs[1]["id"] == "selfimprove_arith_run_b"
+    assert "resume_step" not in run_b.get("ckpt", {})
+    assert prime_rl.unknown_keys(run_b) == [] and prime_rl.type_errors(run_b) == []
+    run_c = prime_rl.read_toml(run.control("run_c").rl_toml)
+    assert run_c["orchestrator"]["train"]["env"] == prime_rl.canonical_train_envs(canonical)
+    assert run_c["ckpt"]["resume_step"] == run.read_eval_summary(run.iter(0)).final_step
+    # Re-running compare keeps finished arms (no retraining, no duplicate records).
+    again = compare(run, quiet=True)
+    assert again["arms"] == result["arms"]
+    arms = [r.arm for r in run.read_metrics().iters]
+    assert sorted(arms) == sorted(set(arms)) == ["iter_0", "iter_1", "run_a", "run_b", "run_c"]
+
+    out = finalize(run)
+    assert out["status"] == "max_iters_reached" and out["total_duration_s"] > 0
+    assert [r["arm"] for r in out["rows"]] == ["iter_0", "iter_1", "run_a", "run_b", "run_c"]
+    assert [r["arm"] for r in out["rows"] if r["best"]] == ["iter_1"]
+    pairs = {(c["a"], c["b"]) for c in out["comparisons"]}
+    assert {("iter_1", "iter_0"), ("iter_1", "run_c"), ("run_a", "run_c"), ("run_a", "iter_1")} <= pairs
+    assert all(c["verdict"] in ("improved", "regressed", "no detectable difference", "untested") for c in out["comparisons"])
+    assert run.plot_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "## Final summary" in run.scratchpad.read_text()
+    # The canary planted in every eval row's text fields reaches no file and no output.
+    captured = capsys.readouterr()
+    assert CANARY not in all_text(run.root) and CANARY not in captured.out + captured.err
+    assert CANARY in (run.control("run_a").rollout_step(out["rows"][2]["final_step"]) / "eval_rollouts.jsonl").read_text()
+
+
+def test_failing_arm_is_logged_and_the_others_proceed(run: RunDir, monkeypatch: pytest.MonkeyPatch) -> None:
+    finish_phase3(run)
+    real = compare_mod.run_arm
+
+    def run_a_fails(rd, arm_key, *args, **kwargs):
+        if arm_key == "run_a":
+            raise SelfImproveError("engine exploded in run_a")
+        return real(rd, arm_key, *args, **kwargs)
+
+    monkeypatch.setattr(compare_mod, "run_arm", run_a_fails)
+    result = compare(run, quiet=True)
+    assert set(result["arms"]) == {"run_b", "run_c"} and "run_a" in result["errors"]
+    assert [e.arm for e in run.read_run().phase4_errors] == ["run_a"]
+    monkeypatch.setattr(compare_mod, "run_arm", real)
+    result = compare(run, quiet=True)  # re-running retries only the failed arm
+    assert set(result["arms"]) == {"run_a", "run_b", "run_c"} and run.read_run().phase4_errors == []
+
+
+def test_compare_refuses_while_phase3_runs(run: RunDir) -> None:
+    with pytest.raises(SelfImproveError, match="still 'running'"):
+        compare(run, quiet=True)
+
+
+def test_finalize_after_budget_exhausted(run: RunDir) -> None:
+    cfg = run.read_run()
+    cfg.budget_seconds, cfg.start_ts = 1, cfg.start_ts - 5
+    run.write_run(cfg)
+    assert iterate(run, quiet=True).kind == "ended"
+    out = finalize(run)
+    assert out["status"] == "budget_exhausted" and out["best"] is None
+    assert [r["arm"] for r in out["rows"]] == ["iter_0"] and out["recommended"] == "iter_0"
+
+
+def test_finalize_after_abort(run: RunDir) -> None:
+    cfg = run.read_run()
+    cfg.status, cfg.reason = "aborted", "hub env x/y not found"
+    run.write_run(cfg)
+    out = finalize(run)
+    assert out["status"] == "aborted" and out["reason"] == "hub env x/y not found"
+    assert run.read_run().end_ts is not None
