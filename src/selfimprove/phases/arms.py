@@ -85,25 +85,35 @@ def _knobs(rd: RunDir, overrides: dict) -> dict:
     return {**prime_rl.canonical_knobs(canonical_config(rd)), **prime_rl.canonical_knobs(overrides)}
 
 
+def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
+    """Every arm is evaluated with iter_0's eval sampling (e.g. greedy): the canonical
+    config's [orchestrator.eval.sampling] under the arm's own (which only sets the token cap,
+    the same value iter_0's overlay set). Otherwise eval numbers would not be comparable."""
+    canonical_sampling = prime_rl.get_path(canonical_config(rd), "orchestrator.eval.sampling") or {}
+    evals = config.setdefault("orchestrator", {}).setdefault("eval", {})
+    evals["sampling"] = {**canonical_sampling, **evals.get("sampling", {})}
+    return config
+
+
 def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], resume_step: int, num_examples: int,
                        wandb_name: str, overrides: dict | None = None) -> dict:
     hub = rd.read_hub_env()
-    return prime_rl.resume_config(
+    return _eval_like_iter0(rd, prime_rl.resume_config(
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
         eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
         **_knobs(rd, overrides or {}),
-    )
+    ))
 
 
 def fresh_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], num_examples: int, wandb_name: str) -> dict:
     hub = rd.read_hub_env()
-    return prime_rl.fresh_config(
+    return _eval_like_iter0(rd, prime_rl.fresh_config(
         model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
         eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
         **_knobs(rd, {}),
-    )
+    ))
 
 
 def train_arm(

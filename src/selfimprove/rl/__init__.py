@@ -1,1 +1,15 @@
+"""`selfimprove-rl`: the embedded CPU engine (real GRPO on a tiny student) behind
+prime-rl's `rl` command, TOML and output contract (seed dialect).
 
+    cli.py         entry point: argv -> config -> run; exit codes; "RL training finished!"
+    config.py      the honoured subset of prime-rl's keys (EngineConfig), ignored-key notes
+    train.py       the run, top to bottom: sample -> score -> update -> write -> eval -> checkpoint
+    student.py     tiny Qwen3 + char tokenizer + chat template; built-in ids, cache; per-kind pass@k
+    warmup.py      the seeded supervised warm-up that makes `selfimprove/tiny-arith`
+    policy.py      sampling loop and completion log-probs (shared-prefix trick)
+    rollouts.py    prompts from env splits, scoring with the env's own rubric, prime-rl records
+    grpo.py        group-relative advantages and the policy-gradient step
+    checkpoint.py  the output layout, atomic step dirs, save / resume / prune
+    logs.py        logs/trainer.log and logs/orchestrator.log
+    resources.py   project_file(): configs/ and templates/ in a checkout or a wheel
+"""
