@@ -1,0 +1,231 @@
+"""The output tree, exactly prime-rl's seed-dialect layout, and save/resume.
+
+    <out>/configs/{trainer,orchestrator}.toml            resolved configs
+    <out>/logs/{trainer,orchestrator}.log                "Step N | ..." lines
+    <out>/weights/step_N/                                HF save_pretrained (+ tokenizer files)
+    <out>/checkpoints/step_N/trainer/{__0_0.distcp, .metadata}
+    <out>/run_default/checkpoints/step_N/orchestrator/{progress.json, state.pt}
+    <out>/run_default/broadcasts/step_N/{model.safetensors, STABLE}
+    <out>/run_default/rollouts/step_N/{train_rollouts.jsonl, eval_rollouts.jsonl}
+
+`__0_0.distcp` is a plain `torch.save` of {model, optimizer, python/torch RNG
+states, step} under the file name torch.distributed.checkpoint gives rank 0
+(the name other tools check for); `.metadata` says so in JSON. Every file is
+written atomically (temp + rename); a step directory is built under a temporary
+name and renamed into place, and STABLE / READY markers are written last, so a
+kill -9 leaves either a whole step or none.
+
+Resume at N needs `checkpoints/step_N/trainer`, `run_default/checkpoints/step_N/orchestrator`
+and `run_default/broadcasts/step_N/STABLE` (prime-rl's three trees); weights/ is not needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+from ..errors import ConfigError
+from ..rundir import atomic_write_text
+from ..stack.prime_rl import CONFIG_ERROR
+from .student import save_student
+
+TRAINER_FILE = "__0_0.distcp"
+
+
+class Layout:
+    def __init__(self, out: Path):
+        self.out = Path(out)
+
+    def weights(self, n: int) -> Path:
+        return self.out / "weights" / f"step_{n}"
+
+    def trainer(self, n: int) -> Path:
+        return self.out / "checkpoints" / f"step_{n}" / "trainer"
+
+    def orchestrator(self, n: int) -> Path:
+        return self.out / "run_default" / "checkpoints" / f"step_{n}" / "orchestrator"
+
+    def broadcast(self, n: int) -> Path:
+        return self.out / "run_default" / "broadcasts" / f"step_{n}"
+
+    def rollouts(self, n: int) -> Path:
+        return self.out / "run_default" / "rollouts" / f"step_{n}"
+
+    @property
+    def logs(self) -> Path:
+        return self.out / "logs"
+
+    @property
+    def configs(self) -> Path:
+        return self.out / "configs"
+
+    def ckpt_steps(self) -> list[int]:
+        return _steps(self.out / "checkpoints")
+
+    def complete_steps(self) -> list[int]:
+        """Steps that have all three trees a resume needs."""
+        return [n for n in self.ckpt_steps() if not self.missing_for_resume(n)]
+
+    def missing_for_resume(self, n: int) -> list[Path]:
+        need = [self.trainer(n) / TRAINER_FILE, self.orchestrator(n) / "progress.json", self.broadcast(n) / "STABLE"]
+        return [p for p in need if not p.is_file()]
+
+
+def _steps(root: Path) -> list[int]:
+    if not root.is_dir():
+        return []
+    out = [int(m.group(1)) for p in root.iterdir() if (m := re.fullmatch(r"step_(\d+)", p.name))]
+    return sorted(out)
+
+
+# ------------------------------------------------------------------ atomic dirs
+
+
+def _atomic_dir(final: Path, fill) -> None:
+    """Build a directory under a temp name with `fill(tmp)`, then swap it in for `final`."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+    try:
+        fill(tmp)
+        if final.exists():
+            old = final.parent / f".{final.name}.old.{os.getpid()}"
+            os.replace(final, old)
+            os.replace(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, final)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> None:
+    atomic_write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+
+
+# ------------------------------------------------------------------ save
+
+
+def save_weights(lay: Layout, n: int, model, tok) -> None:
+    _atomic_dir(lay.weights(n), lambda d: save_student(model, tok, d))
+
+
+def save_broadcast(lay: Layout, n: int, model) -> None:
+    def fill(d: Path) -> None:
+        state = {k: v.detach().contiguous() for k, v in model.state_dict().items() if k != "lm_head.weight"}
+        save_file(state, str(d / "model.safetensors"), metadata={"format": "pt"})
+        (d / "STABLE").write_text("")  # marker last
+
+    _atomic_dir(lay.broadcast(n), fill)
+
+
+def save_trainer(lay: Layout, n: int, model, opt) -> None:
+    def fill(d: Path) -> None:
+        torch.save({
+            "step": n,
+            "model": model.state_dict(),
+            "optimizer": opt.state_dict(),
+            "python_rng": random.getstate(),
+            "torch_rng": torch.get_rng_state(),
+        }, d / TRAINER_FILE)
+        (d / ".metadata").write_text(json.dumps({"format": "torch.save", "files": [TRAINER_FILE], "step": n}) + "\n")
+
+    _atomic_dir(lay.trainer(n), fill)
+
+
+def save_orchestrator(lay: Layout, n: int, progress: dict, state: dict) -> None:
+    def fill(d: Path) -> None:
+        torch.save(state, d / "state.pt")
+        (d / "progress.json").write_text(json.dumps({"step": n, **progress}, indent=1) + "\n")  # last
+
+    _atomic_dir(lay.orchestrator(n), fill)
+
+
+def prune(lay: Layout, keep_last: int | None, keep_interval: int | None, protect: set[int]) -> None:
+    """Delete old checkpoint steps: keep the last `keep_last` and every multiple of `keep_interval`."""
+    if not keep_last:
+        return
+    steps = lay.ckpt_steps()
+    keep = set(steps[-keep_last:]) | protect
+    if keep_interval:
+        keep |= {s for s in steps if s % keep_interval == 0}
+    for s in steps:
+        if s not in keep:
+            for p in (lay.out / "checkpoints" / f"step_{s}", lay.out / "run_default" / "checkpoints" / f"step_{s}",
+                      lay.weights(s), lay.broadcast(s)):
+                shutil.rmtree(p, ignore_errors=True)
+
+
+def prune_broadcasts(lay: Layout, current: int) -> None:
+    """Keep broadcasts of checkpoint steps (resume needs them) and of the current step only."""
+    keep = set(lay.ckpt_steps()) | {current}
+    for s in _steps(lay.out / "run_default" / "broadcasts"):
+        if s not in keep:
+            shutil.rmtree(lay.broadcast(s), ignore_errors=True)
+
+
+# ------------------------------------------------------------------ resume
+
+
+def sweep_temp(lay: Layout) -> None:
+    """Remove temp files/dirs a killed run left behind (they never hold a finished artefact)."""
+    if not lay.out.is_dir():
+        return
+    for p in sorted(lay.out.rglob(".*"), key=lambda p: len(p.parts), reverse=True):
+        if re.match(r"^\.(step_\d+\.|.*\.tmp$|step_\d+\.old\.)", p.name) or re.match(r"^\..*\.tmp$", p.name):
+            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
+
+def check_output_dir(lay: Layout, resume_step: int | None, max_steps: int, clean: bool) -> int | None:
+    """Apply prime-rl's start-up rules; returns the step to resume from (None = fresh)."""
+    sweep_temp(lay)
+    if resume_step is None:
+        if lay.ckpt_steps():
+            if not clean:
+                raise ConfigError(
+                    f"{CONFIG_ERROR}: output dir {lay.out} already holds checkpoints ({lay.out / 'checkpoints'}); "
+                    f"resume with --ckpt.resume-step N, or pass --clean-output-dir to delete it and start over"
+                )
+        if clean and lay.out.exists():
+            shutil.rmtree(lay.out)
+        return None
+    if resume_step == -1:
+        steps = lay.complete_steps()
+        if not steps:
+            raise ConfigError(f"{CONFIG_ERROR}: ckpt.resume_step = -1 but {lay.out / 'checkpoints'} holds no complete checkpoint")
+        resume_step = steps[-1]
+    if resume_step >= max_steps:
+        raise ConfigError(
+            f"{CONFIG_ERROR}: ckpt.resume_step = {resume_step} but max_steps = {max_steps}: max_steps is ABSOLUTE; "
+            f"set it above the resume step (resuming at max_steps trains nothing)"
+        )
+    missing = lay.missing_for_resume(resume_step)
+    if missing:
+        raise ConfigError(f"{CONFIG_ERROR}: cannot resume from step {resume_step}: missing {missing[0]}")
+    # prime-rl cleans the rollout/broadcast step dirs past the resume step on start-up
+    for root in (lay.out / "run_default" / "rollouts", lay.out / "run_default" / "broadcasts"):
+        for s in _steps(root):
+            if s > resume_step:
+                shutil.rmtree(root / f"step_{s}", ignore_errors=True)
+    return resume_step
+
+
+def load_trainer(lay: Layout, n: int, model, opt) -> None:
+    blob = torch.load(lay.trainer(n) / TRAINER_FILE, weights_only=False)
+    model.load_state_dict(blob["model"])
+    opt.load_state_dict(blob["optimizer"])
+    random.setstate(blob["python_rng"])
+    torch.set_rng_state(blob["torch_rng"])
+
+
+def load_orchestrator(lay: Layout, n: int) -> tuple[dict, dict]:
+    progress = json.loads((lay.orchestrator(n) / "progress.json").read_text())
+    state = torch.load(lay.orchestrator(n) / "state.pt", weights_only=False)
+    return progress, state

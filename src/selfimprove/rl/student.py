@@ -1,0 +1,219 @@
+"""The tiny student: a Qwen3 causal LM of ~1M parameters with a character-level
+tokenizer that needs no download, and the built-in model ids.
+
+`model.name` in a config is either a local Hugging Face directory (anything
+`AutoModelForCausalLM.from_pretrained` reads, with a tokenizer that has a chat
+template) or a built-in id:
+
+    selfimprove/tiny-arith   the base student of the embedded default: a random
+                             1.06M-parameter Qwen3 after a short, seeded,
+                             step-based supervised warm-up on arithmetic (see
+                             warmup.py). Made on first use (~2-3 minutes on 2
+                             cores) and cached under
+                             ${SELFIMPROVE_CACHE:-~/.cache/selfimprove}/students/selfimprove--tiny-arith-<recipe>/
+                             (<recipe> = a hash of the warm-up recipe, so a changed
+                             recipe never reuses a stale student)
+
+The cache is written to a temporary directory and renamed into place, under a
+lock file, so concurrent first uses wait for one builder and a killed build
+leaves nothing half-written.
+
+    python -c "from selfimprove.rl.student import per_kind_pass_at_k as f; print(f('selfimprove/tiny-arith'))"
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import random
+import shutil
+import string
+import tempfile
+from pathlib import Path
+
+import torch
+from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
+from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+from ..errors import ConfigError
+
+SPECIALS = ["<|pad|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"]
+CHARS = [c for c in string.printable if c not in "\t\r\x0b\x0c"]  # printable ASCII + "\n"
+
+# ChatML. No `{%- -%}` trimming: it silently eats the "\n" after <|im_end|>.
+CHAT_TEMPLATE = (
+    "{% for message in messages %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+BUILTIN_IDS = ("selfimprove/tiny-arith",)
+
+
+def build_tokenizer() -> PreTrainedTokenizerFast:
+    """101 tokens: 5 specials + 96 characters; every character is one token."""
+    vocab = {tok: i for i, tok in enumerate(SPECIALS + CHARS)}
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Split(Regex("."), behavior="isolated")
+    tk.decoder = decoders.Fuse()
+    tk.add_special_tokens(SPECIALS)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        pad_token="<|pad|>",
+        eos_token="<|im_end|>",
+        unk_token="<unk>",
+        padding_side="left",
+        chat_template=CHAT_TEMPLATE,
+        model_max_length=256,
+    )
+
+
+def tiny_config(vocab_size: int = len(SPECIALS) + len(CHARS)) -> Qwen3Config:
+    """hidden 128, 4 layers, 4 heads: 1.06M parameters (tied embeddings)."""
+    return Qwen3Config(
+        vocab_size=vocab_size,
+        hidden_size=128,
+        intermediate_size=512,
+        num_hidden_layers=4,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        head_dim=32,
+        max_position_embeddings=256,
+        tie_word_embeddings=True,
+        pad_token_id=0,
+        bos_token_id=None,
+        eos_token_id=3,  # <|im_end|>
+    )
+
+
+def new_student(seed: int) -> tuple[Qwen3ForCausalLM, PreTrainedTokenizerFast]:
+    """A randomly initialised student and its tokenizer (deterministic for `seed`)."""
+    tok = build_tokenizer()
+    torch.manual_seed(seed)
+    model = Qwen3ForCausalLM(tiny_config(len(tok)))
+    model.config._attn_implementation = "eager"  # measured faster than sdpa at this size on CPU
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    return model, tok
+
+
+def save_student(model, tok, path: Path) -> None:
+    """HF save_pretrained of weights + tokenizer (model.safetensors, config.json, tokenizer.json, ...)."""
+    model.save_pretrained(path)
+    tok.save_pretrained(path)
+
+
+def load_student(path: Path):
+    """(model, tokenizer) from a local HF directory, in float32 on CPU."""
+    path = Path(path)
+    model = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32, attn_implementation="eager")
+    tok = PreTrainedTokenizerFast.from_pretrained(path)
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token
+    if not tok.chat_template:
+        raise ConfigError(f"model.name '{path}': its tokenizer has no chat template; the engine renders prompts with it")
+    return model, tok
+
+
+def render_prompt(tok, messages: list[dict]) -> list[int]:
+    """Token ids of chat `messages` followed by the assistant turn header."""
+    text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+    return tok(text, add_special_tokens=False)["input_ids"]
+
+
+# ------------------------------------------------------------------ built-in ids
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("SELFIMPROVE_CACHE") or Path.home() / ".cache" / "selfimprove")
+
+
+def builtin_dir(model_id: str) -> Path:
+    from .warmup import recipe_hash
+
+    return cache_root() / "students" / f"{model_id.replace('/', '--')}-{recipe_hash()}"
+
+
+def resolve_model(name: str, log=print) -> Path:
+    """A local directory for `model.name`: the directory itself, or the built-in student (built on first use)."""
+    if name in BUILTIN_IDS:
+        final = builtin_dir(name)
+        if (final / "READY").is_file():
+            return final
+        final.parent.mkdir(parents=True, exist_ok=True)
+        with open(final.parent / f".{final.name}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent first uses wait for one builder
+            if (final / "READY").is_file():
+                return final
+            from .warmup import warm_up
+
+            log(f"Building the built-in student {name} (first use, cached in {final})")
+            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+            try:
+                model, tok = warm_up(log=log)
+                save_student(model, tok, tmp)
+                (tmp / "READY").write_text(name + "\n")  # the done-marker, written last
+                if not (final / "READY").is_file():  # never swap out a finished student under a reader
+                    with contextlib.suppress(FileNotFoundError):
+                        shutil.rmtree(final)  # a half-copied leftover without READY
+                    os.replace(tmp, final)
+            finally:
+                shutil.rmtree(tmp, ignore_errors=True)
+        return final
+    path = Path(name).expanduser()
+    if (path / "config.json").is_file():
+        return path
+    if "/" in name and not path.exists():
+        raise ConfigError(
+            f"model.name '{name}': not a local model directory and not a built-in id "
+            f"({', '.join(BUILTIN_IDS)}); the CPU engine does not download models"
+        )
+    raise ConfigError(f"model.name '{name}': no config.json in that directory")
+
+
+# ------------------------------------------------------------------ measurement
+
+
+@torch.no_grad()
+def per_kind_pass_at_k(model_name: str | Path = "selfimprove/tiny-arith", k: int = 16, n_per_kind: int = 100,
+                       temperature: float = 1.0, max_new_tokens: int = 24, seed: int = 0) -> dict[str, dict[str, float]]:
+    """Per problem kind of selfimprove-arith: greedy pass@1, sampled pass@1 and pass@k.
+
+    Problems come from `selfimprove_arith.sample(kind, rng)` (fresh, seeded), scored
+    by the env's own rubric. Returns {kind: {"greedy": ..., "pass@1": ..., f"pass@{k}": ...}}.
+    """
+    import verifiers as vf
+    from selfimprove_arith import KINDS, SYSTEM_PROMPT, sample
+
+    from .policy import generate
+    from .rollouts import score_completions
+
+    env = vf.load_environment("selfimprove-arith")
+    path = resolve_model(str(model_name)) if str(model_name) in BUILTIN_IDS else Path(model_name)
+    model, tok = load_student(path)
+    model.eval()
+    gen = torch.Generator().manual_seed(seed)
+    out: dict[str, dict[str, float]] = {}
+    for kind in KINDS:
+        rng = random.Random(f"{seed}-{kind}")
+        probs = [sample(kind, rng) for _ in range(n_per_kind)]
+        rows = [{"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": q}],
+                 "answer": str(a), "info": {}, "example_id": i} for i, (q, a) in enumerate(probs)]
+        ids = [render_prompt(tok, r["prompt"]) for r in rows]
+        greedy, _ = generate(model, ids, max_new_tokens=max_new_tokens, temperature=0.0,
+                             eos_id=tok.eos_token_id, pad_id=tok.pad_token_id)
+        g = score_completions(env, rows, [tok.decode(c, skip_special_tokens=True) for c in greedy])
+        hits = torch.zeros(n_per_kind, k)
+        for j in range(k):
+            comp, _ = generate(model, ids, max_new_tokens=max_new_tokens, temperature=temperature,
+                               eos_id=tok.eos_token_id, pad_id=tok.pad_token_id, generator=gen)
+            scored = score_completions(env, rows, [tok.decode(c, skip_special_tokens=True) for c in comp])
+            hits[:, j] = torch.tensor([s["reward"] for s in scored])
+        out[kind] = {
+            "greedy": sum(s["reward"] for s in g) / n_per_kind,
+            "pass@1": float(hits.mean()),
+            f"pass@{k}": float((hits.max(dim=1).values > 0).float().mean()),
+        }
+    return out

@@ -1,0 +1,184 @@
+"""The training run, top to bottom: set up, (eval at step 0), then per step
+sample -> score -> GRPO update -> write rollouts and broadcast -> maybe eval ->
+maybe checkpoint. One process plays prime-rl's trainer and orchestrator.
+
+Determinism: prompts of step n come from per-env cursors over seeded
+permutations of the train split (the cursor is checkpointed); the sampling
+generator of step n is seeded from (seed, n). So a run resumed from step N
+repeats steps N+1.. of an uninterrupted run bit for bit (same threads, same
+machine), and evals never disturb the training stream.
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+
+import tomli_w
+import torch
+
+from ..rundir import atomic_write_text
+from .checkpoint import (Layout, check_output_dir, load_orchestrator, load_trainer, prune, prune_broadcasts,
+                         save_broadcast, save_orchestrator, save_trainer, save_weights, write_jsonl)
+from .config import EngineConfig, ignored_keys, resolved_tomls
+from .grpo import grpo_step
+from .logs import Log
+from .rollouts import EnvSpec, load_env, run_rollouts, split_rows, strip_private
+from .student import load_student, render_prompt, resolve_model
+
+
+class Cursor:
+    """Walks a train split in seeded random order, epoch after epoch (no replacement within an epoch)."""
+
+    def __init__(self, n_rows: int, seed: str, epoch: int = 0, pos: int = 0):
+        self.n, self.seed, self.epoch, self.pos = n_rows, seed, epoch, pos
+        self._perm_epoch, self._perm = None, []
+
+    def next(self) -> int:
+        if self.pos >= self.n:
+            self.epoch, self.pos = self.epoch + 1, 0
+        if self._perm_epoch != self.epoch:
+            self._perm = list(range(self.n))
+            random.Random(f"{self.seed}:{self.epoch}").shuffle(self._perm)
+            self._perm_epoch = self.epoch
+        i = self._perm[self.pos]
+        self.pos += 1
+        return i
+
+    def state(self) -> dict:
+        return {"epoch": self.epoch, "pos": self.pos}
+
+
+def _load_specs(blocks, split: str, cache: dict, n_eval_default: int = -1) -> list[EnvSpec]:
+    specs = []
+    for b in blocks:
+        key = (b.id, repr(sorted(b.args.items())))
+        if key not in cache:
+            cache[key] = load_env(b.id, b.args)
+        env = cache[key]
+        n = (b.num_examples if b.num_examples is not None else n_eval_default) if split == "eval" else -1
+        specs.append(EnvSpec(id=b.id, name=b.name, args=b.args, ratio=b.ratio, env=env, rows=split_rows(env, split, n),
+                             num_examples=b.num_examples, rollouts_per_example=b.rollouts_per_example))
+    return specs
+
+
+def _max_tokens(cfg_tokens: int, seq_len: int | None, tok, specs: list[EnvSpec]) -> int:
+    if not seq_len:
+        return cfg_tokens
+    longest = max(len(render_prompt(tok, r["prompt"])) for s in specs for r in s.rows[:200])
+    return max(1, min(cfg_tokens, seq_len - longest))
+
+
+def run(cfg: EngineConfig, raw: dict) -> None:
+    lay = Layout(cfg.output_dir)
+    start = check_output_dir(lay, cfg.resume_step, cfg.max_steps, cfg.clean_output_dir)
+    lay.out.mkdir(parents=True, exist_ok=True)
+    for name, table in resolved_tomls(raw).items():
+        atomic_write_text(lay.configs / f"{name}.toml", tomli_w.dumps(table))
+    tlog, olog = Log(lay.logs / "trainer.log"), Log(lay.logs / "orchestrator.log", echo=True)
+    try:
+        _run(cfg, raw, lay, start, tlog, olog)
+    finally:
+        tlog.close()
+        olog.close()
+
+
+def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log, olog: Log) -> None:
+    t_run = time.time()
+    ignored = ignored_keys(raw)
+    if ignored:
+        olog.warning(f"The CPU engine ignores these keys (GPU-only or not honoured): {', '.join(ignored)}")
+    torch.manual_seed(cfg.seed)
+    random.seed(cfg.seed)
+    model_dir = resolve_model(cfg.model_name, log=olog.info)
+    model, tok = load_student(model_dir)
+    n_params = sum(p.numel() for p in model.parameters())
+    tlog.info(f"Loaded model {cfg.model_name} from {model_dir} ({n_params / 1e6:.2f}M parameters)")
+
+    env_cache: dict = {}
+    train = _load_specs(cfg.train_envs, "train", env_cache)
+    evals = _load_specs(cfg.eval.envs, "eval", env_cache, cfg.eval.num_examples) if cfg.eval else []
+    ratios = [s.ratio if s.ratio is not None else 1.0 for s in train]
+    train_tokens = _max_tokens(cfg.max_tokens, cfg.seq_len, tok, train)
+    eval_tokens = _max_tokens(cfg.eval.max_tokens, cfg.seq_len, tok, evals) if cfg.eval else 0
+    olog.info(f"Train envs: {', '.join(f'{s.name} ({len(s.rows)} rows, ratio {r:g})' for s, r in zip(train, ratios))}; "
+              f"{cfg.prompts_per_step} prompts x {cfg.rollouts_per_example} rollouts per step")
+
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
+    ref_model = copy.deepcopy(model).eval() if cfg.kl_coef > 0 else None
+    cursors = {s.name: Cursor(len(s.rows), f"{cfg.seed}:{s.name}") for s in train}
+    step = 0
+    if start is not None:
+        load_trainer(lay, start, model, opt)
+        progress, _ = load_orchestrator(lay, start)
+        for name, c in progress["cursors"].items():
+            if name in cursors:
+                cursors[name].epoch, cursors[name].pos = c["epoch"], c["pos"]
+        step = start
+        olog.info(f"Resumed from step {start} ({lay.trainer(start)})")
+
+    def evaluate(n: int) -> None:
+        t0 = time.time()
+        rows = []
+        for s in evals:
+            rpe = s.rollouts_per_example or cfg.eval.rollouts_per_example
+            gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 7919 * n + 1)
+            recs = run_rollouts(model, tok, [(s, r) for r in s.rows], n=rpe, temperature=cfg.eval.temperature,
+                                max_tokens=eval_tokens, generator=gen)
+            mean = sum(r["reward"] for r in recs) / max(1, len(recs))
+            olog.info(f"Evaluated {s.name} at step {n} | Avg@{rpe}: {mean:.4f} | Examples: {len(s.rows)} | "
+                      f"Time: {time.time() - t0:.2f}s")
+            rows += [strip_private(r) for r in recs]
+        write_jsonl(lay.rollouts(n) / "eval_rollouts.jsonl", rows)
+
+    if cfg.eval:
+        if start is None and cfg.eval.eval_base_model:
+            evaluate(0)
+        elif start is not None and not cfg.eval.skip_eval_on_resume and start % cfg.eval.interval == 0:
+            evaluate(start)
+
+    while step < cfg.max_steps:
+        step += 1
+        t0 = time.time()
+        pick = random.Random(f"{cfg.seed}:pick:{step}")
+        chosen = []
+        for _ in range(cfg.prompts_per_step):
+            s = train[0] if len(train) == 1 else pick.choices(train, weights=ratios)[0]
+            chosen.append((s, s.rows[cursors[s.name].next()]))
+        gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+        records = run_rollouts(model, tok, chosen, n=cfg.rollouts_per_example, temperature=cfg.temperature,
+                               max_tokens=train_tokens, generator=gen)
+        t_gen = time.time() - t0
+        stats = grpo_step(model, opt, records, cfg.rollouts_per_example, pad_id=tok.pad_token_id, max_norm=cfg.max_norm,
+                          clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, ref_model=ref_model)
+        t_upd = time.time() - t0 - t_gen
+        write_jsonl(lay.rollouts(step) / "train_rollouts.jsonl", [strip_private(r) for r in records])
+        save_broadcast(lay, step, model)
+        prune_broadcasts(lay, step)
+
+        dt = time.time() - t0
+        rewards = [r["reward"] for r in records]
+        lens = [len(r["_ids"][1]) for r in records]
+        errors = sum(1 for r in records if r["error"])
+        tlog.info(f"Step {step} | Time: {dt:.2f}s | Loss: {stats['loss']:.4f} | Grad. Norm: {stats['grad_norm']:.4f} | "
+                  f"LR: {cfg.lr:.2e} | Active rollouts: {stats['active']}/{len(records)} | Update: {t_upd:.2f}s")
+        olog.info(f"Step {step} | Time: {dt:.2f}s | Reward: {sum(rewards) / len(rewards):.4f} | "
+                  f"Zero-var groups: {stats['zero_var']:.1%} | Seq. Length: {sum(lens) / len(lens):.1f} tokens/sample | "
+                  f"Truncated: {sum(r['is_truncated'] for r in records) / len(records):.1%} | "
+                  f"Throughput: {len(records) / max(t_gen, 1e-9):.1f} rollouts/s"
+                  + (f" | Reward errors: {errors}" if errors else ""))
+
+        if cfg.eval and (step % cfg.eval.interval == 0 or step == cfg.max_steps):
+            evaluate(step)
+        if cfg.ckpt and ((cfg.ckpt_interval and step % cfg.ckpt_interval == 0) or step == cfg.max_steps):
+            t1 = time.time()
+            save_weights(lay, step, model, tok)
+            save_trainer(lay, step, model, opt)
+            save_orchestrator(lay, step, {"cursors": {k: c.state() for k, c in cursors.items()}, "seed": cfg.seed},
+                              {"python_rng": random.getstate(), "torch_rng": torch.get_rng_state()})
+            save_broadcast(lay, step, model)  # (re)written so its STABLE exists with the checkpoint
+            prune(lay, cfg.keep_last, cfg.keep_interval, protect={step})
+            tlog.info(f"Saved checkpoint at step {step} to {lay.trainer(step)} ({time.time() - t1:.2f}s)")
+    tlog.info(f"RL trainer finished! ({time.time() - t_run:.1f}s)")
+    olog.info(f"Orchestrator finished. ({time.time() - t_run:.1f}s)")
