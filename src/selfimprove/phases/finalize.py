@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from datetime import datetime, timezone
 from typing import Any
 
@@ -40,6 +41,16 @@ def _summary(rd: RunDir, arm: str) -> EvalSummary | None:
     return rd.read_eval_summary(path_arm) if path_arm.eval_summary.is_file() else None
 
 
+def _relative(path: str | None, rd: RunDir) -> str | None:
+    """A checkpoint path relative to the run dir, for tables a person reads."""
+    if not path:
+        return None
+    try:
+        return str(Path(path).resolve().relative_to(rd.root))
+    except ValueError:
+        return path
+
+
 def build_table(rd: RunDir) -> dict[str, Any]:
     metrics = rd.read_metrics()
     best = pick_best(metrics.iters)
@@ -57,6 +68,7 @@ def build_table(rd: RunDir) -> dict[str, Any]:
             "arm": r.arm, "label": label, "rows": data, "eval_acc": r.eval_acc, "acc_ci95": list(r.acc_ci95),
             "n_eval": r.n_eval, "eval_reward_mean": r.eval_reward_mean, "checkpoint": r.checkpoint,
             "final_step": r.final_step, "best": r.arm == best_arm, "eval_split": r.eval_split,
+            "checkpoint_rel": _relative(r.checkpoint, rd),
         })
     pairs = [(best_arm, "iter_0"), (best_arm, "run_c"), ("run_a", "run_c"), ("run_a", best_arm), ("run_b", "run_c")]
     comparisons = []
@@ -79,10 +91,10 @@ def build_table(rd: RunDir) -> dict[str, Any]:
 
 def _final_scratchpad(rd: RunDir, table: dict) -> str:
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    lines = [f"## Final summary — {ts}", "", "| arm | rows | eval_acc | 95% CI | n | checkpoint |", "|---|---|---|---|---|---|"]
+    lines = [f"## Final summary — {ts}", "", "| arm | rows | eval_acc | 95% CI | n | checkpoint (in the run dir) |", "|---|---|---|---|---|---|"]
     for r in table["rows"]:
         mark = " **<- best**" if r["best"] else ""
-        lines.append(f"| {r['label']}{mark} | {r['rows']} | {r['eval_acc']:.3f} | [{r['acc_ci95'][0]:.3f}, {r['acc_ci95'][1]:.3f}] | {r['n_eval']} | `{r['checkpoint']}` |")
+        lines.append(f"| {r['label']}{mark} | {r['rows']} | {r['eval_acc']:.3f} | [{r['acc_ci95'][0]:.3f}, {r['acc_ci95'][1]:.3f}] | {r['n_eval']} | `{r['checkpoint_rel']}` |")
     lines.append("")
     for c in table["comparisons"]:
         p = c.get("mcnemar_p")

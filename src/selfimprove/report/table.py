@@ -11,14 +11,14 @@ def summary_renderable(table: dict) -> Group:
     """One row per arm (rows, eval_acc with Wilson 95% CI, n, checkpoint), best marked, then paired tests."""
     t = Table(title="eval accuracy on the real environment", title_justify="left")
     for col, kw in (("run", {}), ("rows", {"justify": "right"}), ("eval_acc", {"justify": "right"}),
-                    ("95% CI", {}), ("n_eval", {"justify": "right"}), ("ckpt", {"overflow": "fold"})):
+                    ("95% CI", {}), ("n_eval", {"justify": "right"}), ("ckpt (in run dir)", {"overflow": "fold"})):
         t.add_column(col, **kw)
     for r in table["rows"]:
         lo, hi = r["acc_ci95"]
         label = r["label"] + ("  <- BEST_ITER" if r["best"] else "")
         style = "bold green" if r["best"] else None
         t.add_row(label, r["rows"], f"{r['eval_acc']:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(r["n_eval"]),
-                  str(r["checkpoint"] or ""), style=style)
+                  str(r.get("checkpoint_rel") or r["checkpoint"] or ""), style=style)
     parts: list = [t]
     if table.get("comparisons"):
         lines = ["paired comparisons (same eval examples; exact McNemar on correctness, bootstrap CI on reward):"]
