@@ -12,18 +12,22 @@ from ..rundir import RunDir
 def next_step(rd: RunDir) -> tuple[str, str]:
     """(phase reached, what to run next), derived from the artefacts on disk."""
     cfg = rd.read_run()
-    if cfg.status != "running" and cfg.end_ts is not None:
-        return "finalized", "nothing: the run is finished"
+    root = rd.root
+    if cfg.end_ts is not None:
+        return "finalize", "nothing: the run is finished"
+    if cfg.status == "aborted":
+        return "aborted", f"selfimprove finalize --run-dir {root}"
     if not rd.hub_env_json.exists():
-        return "bootstrap", f"selfimprove introspect --run-dir {rd.root}"
+        return "bootstrap", f"selfimprove introspect --run-dir {root}"
     if not rd.iter(0).eval_summary.exists():
-        return "introspect", f"selfimprove baseline --run-dir {rd.root}"
+        return "introspect", f"selfimprove baseline --run-dir {root}"
     if cfg.status == "running":
-        done = [i for i in rd.iter_indices() if i > 0 and rd.iter(i).eval_summary.exists()]
-        return ("iterate" if done else "baseline"), f"selfimprove iterate --run-dir {rd.root}"
-    if not rd.best_iter_json.exists() or cfg.end_ts is None:
-        return "iterate", f"selfimprove compare --run-dir {rd.root}  (then finalize)"
-    return "compare", f"selfimprove finalize --run-dir {rd.root}"
+        done = [i for i in rd.iter_indices() if i > 0 and (rd.iter(i).dir / "record.json").exists()]
+        return ("iterate" if done else "baseline"), f"selfimprove iterate --run-dir {root}"
+    arms_done = {r.arm for r in rd.read_metrics().iters}
+    if not rd.best_iter_json.exists() or not {"run_a", "run_b"} <= arms_done:
+        return "iterate", f"selfimprove compare --run-dir {root}"
+    return "compare", f"selfimprove finalize --run-dir {root}"
 
 
 def run_status(rd: RunDir) -> dict[str, Any]:
