@@ -7,8 +7,11 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 # Demo knobs (override on the command line, e.g. make demo BUDGET=20m)
-BUDGET ?= 5m
-DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --budget $(BUDGET) --max-iters 3
+# (50 steps per run instead of the seed's 100, and every arm evaluated on the full
+# 1000-example eval split so all arms pair on the same examples; both recorded in run.json)
+BUDGET ?= 12m
+DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
+	--budget $(BUDGET) --max-iters 3
 
 .PHONY: setup demo test test-quick bench clean
 
@@ -22,7 +25,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/selfimprove run selfimprove-arith $(DEMO_FLAGS) --teacher examples/arith_teacher.py:ArithTeacher
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/selfimprove run selfimprove-arith $(DEMO_FLAGS) --teacher examples/arith_teacher.py:ArithTeacher
 
 test: setup
 	$(BIN)/python -m pytest
@@ -34,7 +37,7 @@ bench: setup
 	$(BIN)/python bench/engine.py
 	$(BIN)/python bench/latency.py
 	$(BIN)/python bench/iterate.py
-	$(BIN)/python bench/lift.py
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/python bench/lift.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

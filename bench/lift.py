@@ -1,6 +1,7 @@
 """Benchmark: does targeted data beat equal compute? The whole loop on the embedded default.
 
-    .venv/bin/python bench/lift.py [--budget 6m] [--steps 50] [--max-iters 4]
+    .venv/bin/python bench/lift.py [--budget 12m] [--steps 50] [--max-iters 3]
+    .venv/bin/python bench/lift.py --report RUN_DIR   # report on a finished run (e.g. `make demo`'s)
 
 Runs `selfimprove run selfimprove-arith` with the example teacher and fixed
 seeds (the canonical config's orchestrator seed, the teacher's per-iteration
@@ -28,24 +29,36 @@ REPO = Path(__file__).resolve().parents[1]
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--budget", default="6m")
+    ap.add_argument("--budget", default="12m")
     ap.add_argument("--steps", type=int, default=50, help="new training steps per run")
-    ap.add_argument("--max-iters", type=int, default=4)
+    ap.add_argument("--max-iters", type=int, default=3)
+    ap.add_argument("--report", default=None, help="a finished run dir to report on instead of running")
     ap.add_argument("--batch-size", type=int, default=256)
     ap.add_argument("--runs-dir", default=None)
     args = ap.parse_args()
-    runs = Path(args.runs_dir or tempfile.mkdtemp(prefix="lift-"))
-    cmd = [sys.executable, "-m", "selfimprove", "run", "selfimprove-arith", "--model", "selfimprove/tiny-arith",
-           "--batch-size", str(args.batch_size), "--steps-per-run", str(args.steps), "--eval-examples", "1000",
-           "--budget", args.budget, "--max-iters", str(args.max_iters), "--runs-dir", str(runs),
-           "--teacher", f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher", "--json"]
-    started = time.time()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
-                          env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
-    wall = time.time() - started
-    if proc.returncode != 0:
-        sys.exit(f"selfimprove run failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    res = json.loads(proc.stdout)
+    if args.report:
+        from selfimprove.phases.finalize import build_table
+        from selfimprove.rundir import RunDir
+
+        rd = RunDir(args.report).require()
+        cfg = rd.read_run()
+        timings = rd.root / "timings.json"
+        res = {**build_table(rd), "run_dir": str(rd.root), "status": cfg.status, "reason": cfg.reason,
+               "timings_s": json.loads(timings.read_text()) if timings.is_file() else {}}
+        cmd, wall = ["(finished run)", "", str(rd.root)], (cfg.total_duration_s or 0.0)
+    else:
+        runs = Path(args.runs_dir or tempfile.mkdtemp(prefix="lift-"))
+        cmd = [sys.executable, "-m", "selfimprove", "run", "selfimprove-arith", "--model", "selfimprove/tiny-arith",
+               "--batch-size", str(args.batch_size), "--steps-per-run", str(args.steps), "--eval-examples", "1000",
+               "--budget", args.budget, "--max-iters", str(args.max_iters), "--runs-dir", str(runs),
+               "--teacher", f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher", "--json"]
+        started = time.time()
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                              env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
+        wall = time.time() - started
+        if proc.returncode != 0:
+            sys.exit(f"selfimprove run failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        res = json.loads(proc.stdout)
 
     lines = [f"bench/lift.py  {time.strftime('%Y-%m-%d %H:%M:%S')}  wall {wall / 60:.1f} min",
              f"command: {' '.join(cmd[2:])}", f"run dir: {res['run_dir']}", "",

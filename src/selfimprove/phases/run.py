@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
-from ..rundir import RunDir
+from ..rundir import RunDir, atomic_write_json
 from ..teacher import TeacherContext, make_context
 from ..ui import console, fmt_duration, phase_line
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
-from .compare import compare
+from .compare import compare, pick_best
 from .finalize import finalize
 from .introspect import introspect
 from .iterate import current_iteration, iterate
@@ -74,9 +74,14 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
             continue
         if result.kind == "ended":
             break
-    _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet), timings)
+    if pick_best(rd.read_metrics().iters) is not None:
+        _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet), timings)
+    elif not quiet:  # e.g. the budget ran out during iter_0: nothing to compare, still summarise
+        console.print("compare skipped: no iteration >= 1 finished before Phase 3 ended")
     out = _timed(rd, "finalize", lambda: finalize(rd), timings)
-    return {**out, "timings_s": {k: round(v, 1) for k, v in timings.items()}}
+    rounded = {k: round(v, 1) for k, v in timings.items()}
+    atomic_write_json(rd.root / "timings.json", rounded)  # this invocation's wall time per phase
+    return {**out, "timings_s": rounded}
 
 
 def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[TeacherContext], None],
