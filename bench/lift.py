@@ -67,12 +67,12 @@ def main() -> None:
         lo, hi = r["acc_ci95"]
         mark = "  <- BEST_ITER" if r["best"] else ""
         lines.append(f"{r['label']:<26}{r['rows']:>10}{r['eval_acc']:>10.3f}  [{lo:.3f}, {hi:.3f}]    {r['n_eval']:>6}{mark}")
-    lines += ["", "paired (same 1000 eval examples): exact McNemar on correctness, bootstrap 95% CI on reward"]
+    lines += ["", "paired on the eval examples both arms share (n): exact McNemar on correctness, bootstrap 95% CI on reward"]
     for c in res["comparisons"]:
         if c.get("mcnemar_p") is None:
             continue
         lo, hi = c["reward_diff_ci95"]
-        lines.append(f"  {c['a']:>7} vs {c['b']:<7} delta {c['delta']:+.3f}  discordant {c['b_only_a']}/{c['c_only_b']}  "
+        lines.append(f"  {c['a']:>7} vs {c['b']:<7} n={c['n_paired']:<5} delta {c['delta']:+.3f}  discordant {c['b_only_a']}/{c['c_only_b']}  "
                      f"p={c['mcnemar_p']:.3g}  reward diff {c['reward_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}]  {c['verdict']}")
     best_vs_c = next((c for c in res["comparisons"] if c["a"] == res["best"] and c["b"] == "run_c"), None)
     lines.append("")
