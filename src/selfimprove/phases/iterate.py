@@ -118,9 +118,12 @@ def run_one_iteration(
         steps.append_iteration_entry(rd, n, analysis)
         steps.write_skeletons(rd, cfg, n, analysis)
     if steps.teacher_files_untouched(it):
+        compact = (f" iter_{n - 1} just finished (results in scratchpad.md): run /compact before reading the new "
+                   "failures (if it fails: selfimprove note --compact-failed \"...\")." if n > 1 else "")
         raise TeacherActionNeeded(
             f"teacher: fill {it.dir}/weakness_report.md and {it.dir}/gen_dataset.py "
-            f"(inputs: failures.jsonl, analysis.json, hub_env.json), then re-run `selfimprove iterate --run-dir {rd.root}`"
+            f"(inputs: failures.jsonl, analysis.json, hub_env.json), then re-run `selfimprove iterate --run-dir {rd.root}`."
+            + compact
         )
 
     # 3. report gate
