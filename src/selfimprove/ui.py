@@ -4,13 +4,16 @@ with elapsed time and budget left."""
 
 from __future__ import annotations
 
+import sys
 import time
 
 from rich.console import Console
 
 # Progress and human messages go to stderr; stdout carries only results.
 console = Console(stderr=True, highlight=False)
-out = Console(highlight=False, soft_wrap=True)
+# Piped output (make, CI, an agent's shell) gets 120 columns instead of rich's 80,
+# so the summary table keeps one line per arm.
+out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
 
 
 def fmt_duration(seconds: float) -> str:

@@ -115,9 +115,9 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
         cfg = rd.read_run()
         if cfg.status == "running":
             cfg.status, cfg.reason = "completed", cfg.reason or "finalized"
-        now = time.time()
-        cfg.end_ts = now
-        cfg.total_duration_s = round(now - cfg.start_ts, 1)
+        if cfg.end_ts is None:  # re-running finalize re-prints; it does not move the end
+            cfg.end_ts = time.time()
+            cfg.total_duration_s = round(cfg.end_ts - cfg.start_ts, 1)
         rd.write_run(cfg)
         table = build_table(rd)
         pad = rd.scratchpad.read_text(encoding="utf-8")
