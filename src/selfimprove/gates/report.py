@@ -26,6 +26,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..resources import project_file
 from .common import GateFailure, GateReport, share
 
 GATE = "report"
@@ -295,15 +296,6 @@ def _todo_failures(data: dict) -> list[GateFailure]:
 # ---------------------------------------------------------------- skeleton
 
 
-def template_path(name: str = TEMPLATE_NAME) -> Path:
-    """templates/<name> in a source checkout, or the copy a wheel carries in selfimprove/_data."""
-    here = Path(__file__).resolve()
-    for candidate in (here.parents[3] / "templates" / name, here.parents[1] / "_data" / "templates" / name):
-        if candidate.is_file():
-            return candidate
-    raise FileNotFoundError(f"template {name} not found next to the selfimprove package")
-
-
 def _render_analysis(analysis: dict) -> str:
     """Human-readable rendering of analysis.json, whatever its keys (tables for lists of records)."""
     if not analysis:
@@ -330,5 +322,5 @@ def _cell(value: Any) -> str:
 
 def render_report_skeleton(eval_acc_prev: float, analysis: dict) -> str:
     """A weakness_report.md to fill in: valid YAML whose placeholders fail the gate until replaced."""
-    tmpl = string.Template(template_path().read_text(encoding="utf-8"))
+    tmpl = string.Template(project_file(f"templates/{TEMPLATE_NAME}").read_text(encoding="utf-8"))
     return tmpl.substitute(eval_acc_prev=f"{float(eval_acc_prev):.4f}", analysis_section=_render_analysis(analysis))
