@@ -24,6 +24,7 @@ import time
 from typing import Any, Callable
 
 from ..errors import SelfImproveError
+from ..gates.report import check_weakness_report
 from ..models import IterRecord, Phase4Error
 from ..rundir import RunDir, atomic_write_json
 from ..stack.env_package import count_rows, package_name
@@ -88,7 +89,8 @@ def _package_best(rd: RunDir, arm_key: str, best_iter: int) -> tuple[str, int]:
     if not dataset.is_file():
         shutil.copy2(src_it.dir / "dataset.jsonl", dataset)
     name = package_name(cfg.dataset, arm_key)
-    report = steps.report_gate(src_it) if (src_it.dir / "weakness_report.md").is_file() else None
+    # The best iteration's report passed its gate; read it (for custom rewards) without re-gating.
+    report = check_weakness_report(src_it.dir / "weakness_report.md")[0] if (src_it.dir / "weakness_report.md").is_file() else None
     if not steps.package_is_current(arm):
         steps.package(rd, arm, name, report, origin=f"{arm_key}: best dataset of iter_{best_iter}",
                       dataset=dataset, rewards_dir=src_it.dir)
