@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from selfimprove.engines.jobs import read_job
-from selfimprove.models import HubEnv, Metrics, RewardFunc, RunConfig
+from selfimprove.models import HubEnv, RewardFunc, RunConfig
 from selfimprove.rundir import RunDir, write_model
 
 FAKE = Path(__file__).parent / "fakes" / "fake_rl.py"

@@ -4,8 +4,6 @@ arm, finalize on every way a run can end, and the sealed-eval canary."""
 from __future__ import annotations
 
 import json
-import os
-import sys
 
 import pytest
 

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 import tomli_w
 
-from selfimprove.errors import ConfigError
 from selfimprove.rl.cli import main
 from selfimprove.rl.config import ignored_keys, resolve
 from selfimprove.stack.prime_rl import parse_rl_argv

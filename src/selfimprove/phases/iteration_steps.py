@@ -6,7 +6,6 @@ Every step writes its artefact LAST and records the hashes of its inputs, so
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -30,10 +29,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text
 from ..stack import verifiers_classic
 from ..stack.env_package import build_package, count_rows, file_sha256, install_and_verify, package_name
 from .arms import stage, train_resumed_arm  # noqa: F401  (re-exported for iterate)
-from .record import record_iteration  # noqa: F401
-
-RESULTS_MARKER = "<!-- results:iter_{n} -->"
-
+from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
 
 def _read_json(path: Path) -> dict | None:
     try:
@@ -97,7 +93,7 @@ _teacher: templates, diversity axes, what is reused from earlier iterations._
 _teacher: none, or the keys in overrides.toml and why._
 
 ### 5. Results
-_to be filled at the end of training._ {RESULTS_MARKER.format(n=n)}
+{RESULTS_PLACEHOLDER} {RESULTS_MARKER.format(n=n)}
 """
     )
 
@@ -281,7 +277,3 @@ def iter0_final_step(rd: RunDir) -> int:
     if summary.final_step is None:
         raise SelfImproveError(f"{rd.iter(0).eval_summary}: field 'final_step' is empty; re-run baseline")
     return summary.final_step
-
-
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()

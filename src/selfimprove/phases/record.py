@@ -13,7 +13,8 @@ from ..rundir import RunDir, atomic_write_text
 from ..stats import compare_arms, seed_verdict
 from .evals import train_trajectory
 
-RESULTS_MARKER = "<!-- results:iter_{n} -->"
+RESULTS_MARKER = "<!-- results:iter_{n} -->"  # where section 5 of iteration n's entry goes
+RESULTS_PLACEHOLDER = "_to be filled at the end of training._"
 
 
 def _trajectory_line(rd: RunDir, n: int) -> str:
@@ -51,7 +52,7 @@ def record_iteration(rd: RunDir, n: int) -> dict:
     marker = RESULTS_MARKER.format(n=n)
     pad = rd.scratchpad.read_text(encoding="utf-8")
     if marker in pad:
-        start = pad.rfind("_to be filled at the end of training._", 0, pad.index(marker))
+        start = pad.rfind(RESULTS_PLACEHOLDER, 0, pad.index(marker))
         start = start if start >= 0 else pad.index(marker)
         pad = pad[:start] + text + pad[pad.index(marker) + len(marker):]
         atomic_write_text(rd.scratchpad, pad)
