@@ -13,6 +13,7 @@ from selfimprove.phases import compare as compare_mod
 from selfimprove.phases.compare import compare, pick_best
 from selfimprove.phases.finalize import finalize
 from selfimprove.phases.iterate import iterate
+from selfimprove.phases.status import run_status
 from selfimprove.rundir import RunDir
 from selfimprove.stack import prime_rl
 
@@ -51,7 +52,9 @@ def all_text(root) -> str:
 def test_compare_runs_three_arms_then_finalize_table(run: RunDir, monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     monkeypatch.setenv("FAKE_RL_CANARY", CANARY)
     finish_phase3(run)
+    assert run_status(run)["next"].startswith("selfimprove compare")
     result = compare(run, quiet=True)
+    assert run_status(run)["next"].startswith("selfimprove finalize")
     assert result["errors"] == {} and set(result["arms"]) == {"run_a", "run_b", "run_c"}
     best = json.loads(run.best_iter_json.read_text())
     assert best["best_iter"] == 1 and best["BEST_DATASET"].endswith("iter_1/dataset.jsonl")
@@ -75,6 +78,8 @@ def test_compare_runs_three_arms_then_finalize_table(run: RunDir, monkeypatch: p
 
     out = finalize(run)
     assert out["status"] == "max_iters_reached" and out["total_duration_s"] > 0
+    status = run_status(run)
+    assert status["next"].startswith("nothing") and status["plot"] and len(status["arms"]) == 5
     assert [r["arm"] for r in out["rows"]] == ["iter_0", "iter_1", "run_a", "run_b", "run_c"]
     assert [r["arm"] for r in out["rows"] if r["best"]] == ["iter_1"]
     pairs = {(c["a"], c["b"]) for c in out["comparisons"]}
