@@ -21,6 +21,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from ..engines.rollouts import TRAIN_FILE, train_steps
 from ..errors import SelfImproveError
 from ..rundir import ArmDir, atomic_write_json, atomic_write_text
 
@@ -128,7 +129,7 @@ def analyze_failures(
     max_steps_back: int = MAX_STEPS_BACK,
 ) -> dict:
     """Write failures.jsonl then analysis.json (last: its existence marks the step done)."""
-    steps = [s for s in prev.rollout_steps() if s <= prev_final_step and (prev.rollout_step(s) / "train_rollouts.jsonl").is_file()]
+    steps = train_steps(prev, up_to=prev_final_step)
     if not steps:
         raise SelfImproveError(
             f"{prev.rollouts}: no train_rollouts.jsonl up to step {prev_final_step}; "
@@ -139,7 +140,7 @@ def analyze_failures(
     all_rows: list[dict] = []
     failures: list[dict] = []
     for step in steps:
-        rows = read_train_rollouts(prev.rollout_step(step) / "train_rollouts.jsonl", step)
+        rows = read_train_rollouts(prev.rollout_step(step) / TRAIN_FILE, step)
         used.append(step)
         all_rows.extend(rows)
         max_reward = max((r["reward"] for r in rows), default=1.0)
