@@ -116,7 +116,7 @@ def run_one_iteration(
         it.dir.mkdir(parents=True, exist_ok=True)
         analysis = analyze_failures(prev, it.dir, prev_eval_acc=prev_summary.eval_acc, prev_final_step=prev_summary.final_step or 0)
         steps.append_iteration_entry(rd, n, analysis)
-        steps.write_skeletons(rd, cfg, n, analysis)
+        steps.write_skeletons(rd, n, analysis)
     if steps.teacher_files_untouched(it):
         compact = (f" iter_{n - 1} just finished (results in scratchpad.md): run /compact before reading the new "
                    "failures (if it fails: selfimprove note --compact-failed \"...\")." if n > 1 else "")

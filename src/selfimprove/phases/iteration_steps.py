@@ -41,7 +41,7 @@ def _read_json(path: Path) -> dict | None:
 # ---------------------------------------------------------------- 2. analyze
 
 
-def write_skeletons(rd: RunDir, cfg: RunConfig, n: int, analysis: dict) -> None:
+def write_skeletons(rd: RunDir, n: int, analysis: dict) -> None:
     """weakness_report.md and gen_dataset.py skeletons (never overwriting the teacher's files);
     skeletons.json (their hashes) last, so the teacher's edits are told from the skeletons."""
     it = rd.iter(n)
