@@ -258,8 +258,8 @@ def test_arith_hub_env_json_is_valid_and_complete(arith_run):
     assert h.rubric_class == "Rubric"
     assert [(f.name, f.weight) for f in h.rubric_funcs] == [("correct_answer", 1.0)]
     assert [m.rubric_class for m in h.rubric_group] == ["Rubric", "MultiTurnMonitorRubric"]
-    assert h.system_prompt == "Compute the expression. Reply with the result only, as <answer>N</answer>."
-    assert h.answer_format_instruction == "Reply with the result only, as <answer>N</answer>."
+    assert h.system_prompt is None  # the arith env has no system turn (see selfimprove_arith.SYSTEM_PROMPT)
+    assert h.answer_format_instruction is None
     assert (h.train_size, h.eval_size) == (20000, 1000)
     assert len(h.train_samples) == 3
     for s in h.train_samples:

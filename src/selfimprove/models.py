@@ -168,6 +168,14 @@ class HubEnv(FileModel):
     verifiers_version: str | None = None
     introspected_at: float | None = None
 
+    def answer_format_text(self) -> str:
+        """The format sentence, or what decides the format when no sentence states it."""
+        if self.answer_format_instruction:
+            return self.answer_format_instruction
+        fields = self.parser_config.get("fields")
+        where = "no sentence of the system prompt states it" if self.system_prompt else "the env has no system prompt"
+        return f"({where}; the {self.parser_class}{f' {fields}' if fields else ''} decides: see the train samples)"
+
 
 class ExampleScore(BaseModel):
     """Numeric result of one eval example (mean over its rollouts). Nothing else of an eval row."""

@@ -19,7 +19,11 @@ from .problems import KINDS, make_split, sample
 
 __all__ = ["load_environment", "KINDS", "make_split", "sample", "SYSTEM_PROMPT", "PARSER_FIELDS"]
 
-SYSTEM_PROMPT = "Compute the expression. Reply with the result only, as <answer>N</answer>."
+# No system turn: the prompt is the bare expression. The reply format
+# (`<answer>N</answer>`, see PARSER_FIELDS) is the convention the parser checks and
+# the built-in student learns in its warm-up. Why none: on the ~1M-parameter CPU
+# student any system text slows the warm-up several-fold (bench/warmup.py).
+SYSTEM_PROMPT: str | None = None
 PARSER_FIELDS = ["answer"]
 
 

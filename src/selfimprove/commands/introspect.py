@@ -50,7 +50,7 @@ def command(
     out.print(f"env class  {h.env_class}", markup=False)
     out.print(f"parser     {h.parser_class} {h.parser_config.get('fields') or ''}".rstrip(), markup=False)
     out.print(f"rubric     {h.rubric_class}: {funcs}", markup=False)
-    out.print(f"format     {h.answer_format_instruction or '(not stated in the system prompt)'}", markup=False)
+    out.print(f"format     {h.answer_format_text()}", markup=False)
     out.print(f"splits     train {h.train_size}, eval {h.eval_size}", markup=False)
     out.print(f"warnings   {len(h.warnings)}", markup=False)
     out.print(f"wrote      {RunDir(run_dir).hub_env_json}", markup=False)

@@ -155,7 +155,7 @@ def scratchpad_entry(h: HubEnv) -> str:
     group = ""
     if h.rubric_group:
         group = f" (unwrapped from RubricGroup[{', '.join(m.rubric_class for m in h.rubric_group)}])"
-    fmt = h.answer_format_instruction or "(no sentence of the system prompt states it; see the train samples)"
+    fmt = h.answer_format_text()
     lines = [
         marker(SCRATCHPAD_KEY),
         SCRATCHPAD_HEADING,

@@ -60,7 +60,7 @@ def write_skeletons(rd: RunDir, n: int, analysis: dict) -> None:
             env_args_repr=repr(hub.env_args),
             parser_class=hub.parser_class,
             parser_config=json.dumps(hub.parser_config),
-            answer_format=hub.answer_format_instruction or "(no format sentence found; see hub_env.json system_prompt)",
+            answer_format=hub.answer_format_text(),
         )
         atomic_write_text(gen, text)
     for name in ("weakness_report.md", "gen_dataset.py"):

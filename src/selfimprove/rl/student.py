@@ -185,7 +185,7 @@ def per_kind_pass_at_k(model_name: str | Path = "selfimprove/tiny-arith", k: int
     by the env's own rubric. Returns {kind: {"greedy": ..., "pass@1": ..., f"pass@{k}": ...}}.
     """
     import verifiers as vf
-    from selfimprove_arith import KINDS, SYSTEM_PROMPT, sample
+    from selfimprove_arith import KINDS, sample
 
     from .policy import generate
     from .rollouts import score_completions
@@ -195,11 +195,12 @@ def per_kind_pass_at_k(model_name: str | Path = "selfimprove/tiny-arith", k: int
     model, tok = load_student(path)
     model.eval()
     gen = torch.Generator().manual_seed(seed)
+    system_turn = [{"role": "system", "content": env.system_prompt}] if env.system_prompt else []  # as the env renders
     out: dict[str, dict[str, float]] = {}
     for kind in KINDS:
         rng = random.Random(f"{seed}-{kind}")
         probs = [sample(kind, rng) for _ in range(n_per_kind)]
-        rows = [{"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": q}],
+        rows = [{"prompt": system_turn + [{"role": "user", "content": q}],
                  "answer": str(a), "info": {}, "example_id": i} for i, (q, a) in enumerate(probs)]
         ids = [render_prompt(tok, r["prompt"]) for r in rows]
         greedy, _ = generate(model, ids, max_new_tokens=max_new_tokens, temperature=0.0,

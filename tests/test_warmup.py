@@ -1,0 +1,35 @@
+"""The built-in student's supervised warm-up: seeded, prompts rendered as the env renders them, habits scored wrong."""
+
+from __future__ import annotations
+
+import torch
+import verifiers as vf
+
+from selfimprove.rl.warmup import HABIT_REPLIES, HABITS, warm_up
+
+
+def _weights(**kwargs) -> dict[str, torch.Tensor]:
+    model, _ = warm_up(steps=2, batch=8, log=lambda *_: None, **kwargs)
+    return {k: v.detach().clone() for k, v in model.state_dict().items()}
+
+
+def _same(a: dict, b: dict) -> bool:
+    return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_same_arguments_same_weights_and_a_system_prompt_reaches_training():
+    seen: list[int] = []
+    default = _weights(callback=lambda step, *_: seen.append(step))
+    assert seen == [1, 2]
+    assert _same(default, _weights())
+    assert not _same(default, _weights(system_prompt="Compute the expression."))
+
+
+def test_every_habit_reply_is_scored_wrong_by_the_env_and_the_right_reply_right():
+    env = vf.load_environment("selfimprove-arith")
+    parser = env.parser
+    for kind, (habit, share) in HABITS.items():
+        assert 0 < share < 1, kind
+        value = -56 if kind == "neg_result" else 56
+        assert parser.parse_answer(HABIT_REPLIES[habit](value)) != str(value)
+        assert parser.parse_answer(f"<answer>{value}</answer>") == str(value)
