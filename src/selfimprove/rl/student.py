@@ -8,7 +8,7 @@ template) or a built-in id:
     selfimprove/tiny-arith   the base student of the embedded default: a random
                              1.06M-parameter Qwen3 after a short, seeded,
                              step-based supervised warm-up on arithmetic (see
-                             warmup.py). Made on first use (~2-3 minutes on 2
+                             warmup.py). Made on first use (~5 minutes on 2
                              cores) and cached under
                              ${SELFIMPROVE_CACHE:-~/.cache/selfimprove}/students/selfimprove--tiny-arith-<recipe>/
                              (<recipe> = a hash of the warm-up recipe, so a changed

@@ -12,8 +12,8 @@ student in 100 steps only where it already has the skill and the reward selects
 the right behaviour. So the recipe makes three kinds of kinds:
 
 - strong: `47+38` (add_2d) is learned first, alone (FIRST_STEPS): on its own the
-  1M-parameter student learns it in ~500 steps, inside the 9-kind mix it does
-  not learn it in 900 (bench/warmup.py measured both);
+  1M-parameter student learns it in ~500 steps, inside the 9-kind mix it only
+  reaches 0.15 in 600 steps (bench/warmup.py measured both);
 - partial by habit: `83-27` (sub_2d) and `27-83` (neg_result) are learned as
   skills, but most warm-up replies show a wrong habit (HABITS): the bare number
   without the answer tags, the magnitude without its minus sign. Greedy decoding
