@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import sys
 import time
 from pathlib import Path
+
+from _out import save  # bench/_out.py (this directory is sys.path[0])
 
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see selfimprove/rl/cli.py
 REPO = Path(__file__).resolve().parents[1]
@@ -35,25 +36,13 @@ PROMPT = "Compute the expression. Reply with the result only, as <answer>N</answ
 
 
 def greedy_per_kind(env, model, tok, kinds, system_prompt: str, n: int) -> dict[str, float]:
-    from selfimprove_arith import sample
+    from selfimprove.rl.student import kind_problems, sampled_rewards
 
-    from selfimprove.rl.policy import generate
-    from selfimprove.rl.rollouts import score_completions
-    from selfimprove.rl.student import render_prompt
-
-    system_turn = [{"role": "system", "content": system_prompt}] if system_prompt else []
     out = {}
     model.eval()
     for kind in kinds:
-        rng = random.Random(f"warmup-bench-{kind}")
-        probs = [sample(kind, rng) for _ in range(n)]
-        rows = [{"prompt": system_turn + [{"role": "user", "content": q}], "answer": str(a), "info": {},
-                 "example_id": i} for i, (q, a) in enumerate(probs)]
-        ids = [render_prompt(tok, r["prompt"]) for r in rows]
-        comps, _ = generate(model, ids, max_new_tokens=24, temperature=0.0,
-                            eos_id=tok.eos_token_id, pad_id=tok.pad_token_id)
-        scored = score_completions(env, rows, [tok.decode(c, skip_special_tokens=True) for c in comps])
-        out[kind] = sum(s["reward"] for s in scored) / n
+        rows, ids = kind_problems(tok, kind, n, f"warmup-bench-{kind}", system_prompt)
+        out[kind] = sum(sampled_rewards(env, model, tok, rows, ids, temperature=0.0)) / n
     model.train()
     return out
 
@@ -69,9 +58,9 @@ def main() -> None:
     args = ap.parse_args()
 
     import verifiers as vf
-    from selfimprove_arith import KINDS
 
     from selfimprove.rl.warmup import KIND_WEIGHTS, SEED, STEPS, warm_up
+    from selfimprove_arith import KINDS
 
     seed = SEED if args.seed is None else args.seed
     env = vf.load_environment("selfimprove-arith")
@@ -103,9 +92,7 @@ def main() -> None:
 
         warm_up(steps=steps, lr=args.lr, seed=seed, system_prompt=system_prompt,
                 log=lambda *_: None, callback=check, **recipe)
-    out = REPO / "bench" / "out" / "warmup.txt"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines) + "\n")
+    save("warmup.txt", "\n".join(lines))
 
 
 if __name__ == "__main__":
