@@ -31,6 +31,8 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # see selfimprove/rl/cli.py
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from _out import save  # bench/_out.py (this directory is sys.path[0])
+
 from selfimprove.stats import mcnemar_exact, wilson_interval  # noqa: E402
 
 
@@ -107,9 +109,7 @@ def main() -> None:
     mc = mcnemar_exact(a, b)
     say(f"paired McNemar step 0 vs step {args.steps}: {mc}")
     say(f"(output kept in {out})")
-    dest = REPO / "bench" / "out" / "engine.txt"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_text("\n".join(lines) + "\n")
+    save("engine.txt", "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _out import save  # bench/_out.py (this directory is sys.path[0])
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -73,9 +75,7 @@ def main() -> None:
     lines.append(f"(introspect, once per run: {t_introspect:.2f} s; 'stage + train' is mostly the engine's 6 steps)")
     text = "\n".join(lines)
     print(text)
-    out = Path(__file__).parent / "out"
-    out.mkdir(exist_ok=True)
-    (out / "iterate.txt").write_text(text + "\n")
+    save("iterate.txt", text)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
+from _out import save  # bench/_out.py (this directory is sys.path[0])
+
 from selfimprove.engines.jobs import JobExpectation, launch, watch  # noqa: E402
 from selfimprove.rundir import ArmDir  # noqa: E402
 
@@ -134,16 +136,14 @@ def main() -> None:
         "machine": {"cpus": os.cpu_count(), "python": sys.version.split()[0]},
         "ts": time.time(),
     }
-    out = REPO / "bench" / "out"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "latency.json").write_text(json.dumps(summary, indent=2) + "\n")
+    written = save("latency.json", json.dumps(summary, indent=2))
     print(f"completion-detection latency (job exit -> watch returns / phase exits), poll {args.poll} s, {args.trials} trials each:")
     for p, s in summary["latency_s"].items():
         print(f"  {p:8s} mean {s['mean']:.3f} s  median {s['median']:.3f} s  max {s['max']:.3f} s")
     for c in cpu:
         label = "with progress bar" if c["progress_bar"] else "quiet (--json)   "
         print(f"  watcher CPU {label}: {c['cpu_s']:.3f} s over {c['wall_s']:.1f} s = {c['cpu_pct_of_one_core']:.2f}% of one core")
-    print(f"wrote {out / 'latency.json'}")
+    print(f"wrote {written}")
 
 
 if __name__ == "__main__":

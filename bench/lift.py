@@ -24,6 +24,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _out import save  # bench/_out.py (this directory is sys.path[0])
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -86,9 +88,7 @@ def main() -> None:
     lines.append(f"status {res['status']} ({res['reason']})")
     text = "\n".join(lines)
     print(text)
-    out = Path(__file__).parent / "out"
-    out.mkdir(exist_ok=True)
-    (out / "lift.txt").write_text(text + "\n")
+    save("lift.txt", text)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _out import save  # bench/_out.py (this directory is sys.path[0])
+
 from selfimprove.phases.staging import stage_checkpoints
 from selfimprove.rundir import ArmDir
 
@@ -82,9 +84,7 @@ def main() -> None:
         ]
         text = "\n".join(lines)
         print(text)
-        out = Path(__file__).parent / "out"
-        out.mkdir(exist_ok=True)
-        (out / "staging.txt").write_text(text + "\n")
+        save("staging.txt", text)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
