@@ -5,6 +5,11 @@ for the single proportion", Stat. Med. 17:857-872, Table I (method 3, score
 without continuity correction), plus closed-form edge cases: for 0/n the upper
 bound is z^2/(n+z^2). McNemar p-values are binomial tail sums done by hand:
 p = 2 * sum_{k<=min(b,c)} C(b+c,k) / 2^(b+c).
+t-tests: R's documented example `t.test(extra ~ group, data = sleep)` (Welch; Student's
+1908 sleep data, R's `datasets::sleep`) prints t = -1.8608, df = 17.776, p-value = 0.07939,
+95% CI -3.3654832 0.2054832; `t.test(extra[group == 1], mu = 0)` prints t = 1.3257, df = 9,
+p-value = 0.2176, 95% CI -0.5297804 2.0297804. Closed forms checked by hand: the t CDF
+with 1 df is 1/2 + atan(t)/pi (Cauchy) and with 2 df is 1/2 + t / (2 sqrt(2 + t^2)).
 """
 
 from __future__ import annotations
@@ -16,13 +21,19 @@ import pytest
 
 from selfimprove.models import EvalSummary, ExampleScore
 from selfimprove.stats import (
+    UNMEASURED,
     BootstrapResult,
     McNemarResult,
     compare_arms,
+    compare_over_seeds,
     mcnemar_exact,
+    one_sample_t_test,
     paired_bootstrap_diff,
     seed_verdict,
+    student_t_ppf,
+    student_t_sf,
     verdict,
+    welch_t_test,
     wilson_interval,
 )
 
@@ -229,3 +240,115 @@ def test_compare_arms_without_shared_ids_is_untested():
     """Arms evaluated on disjoint examples get no paired verdict, not a fake one."""
     out = compare_arms(_summary("a", [(1, 1.0, 1.0)]), _summary("b", [(2, 0.0, 0.0)]))
     assert out["n_paired"] == 0 and out["mcnemar_p"] is None and out["verdict"] == "untested"
+
+
+# ---------------------------------------------------------------- t-tests over training seeds
+
+SLEEP_1 = [0.7, -1.6, -0.2, -1.2, -0.1, 3.4, 3.7, 0.8, 0.0, 2.0]  # R datasets::sleep, group 1
+SLEEP_2 = [1.9, 0.8, 1.1, 0.1, -0.1, 4.4, 5.5, 1.6, 4.6, 3.4]  # group 2
+
+
+def test_welch_matches_r_t_test_on_the_sleep_data():
+    """Welch t, df, two-sided p and 95% CI match R's printed t.test(extra ~ group, data = sleep)."""
+    res = welch_t_test(SLEEP_1, SLEEP_2)
+    assert res.test == "welch" and (res.n_a, res.n_b) == (10, 10)
+    assert (res.mean_a, res.mean_b, res.delta) == (pytest.approx(0.75), pytest.approx(2.33), pytest.approx(-1.58))
+    assert res.t == pytest.approx(-1.8608, abs=5e-5)
+    assert res.df == pytest.approx(17.776, abs=5e-4)
+    assert res.p_value == pytest.approx(0.07939, abs=5e-6)
+    assert res.ci95 == pytest.approx((-3.3654832, 0.2054832), abs=5e-7)
+    assert res.sd_a == pytest.approx(1.789010, abs=1e-6) and res.note is None
+
+
+def test_one_sample_matches_r_t_test():
+    """One-sample t against mu = 0 matches R's t.test(extra[group == 1], mu = 0)."""
+    res = one_sample_t_test(SLEEP_1, 0.0)
+    assert res.test == "one-sample" and res.df == 9 and res.sd_b is None
+    assert res.t == pytest.approx(1.3257, abs=5e-5)
+    assert res.p_value == pytest.approx(0.2176, abs=5e-5)
+    assert res.ci95 == pytest.approx((-0.5297804, 2.0297804), abs=5e-7)
+
+
+def test_t_distribution_matches_closed_forms():
+    """Student t tail and quantile against the 1- and 2-df closed forms (by hand)."""
+    for t in (0.3, 1.0, 2.5, 12.0):
+        assert student_t_sf(t, 1) == pytest.approx(0.5 - math.atan(t) / math.pi, rel=1e-12)
+        assert student_t_sf(t, 2) == pytest.approx(0.5 - t / (2 * math.sqrt(2 + t * t)), rel=1e-12)
+    # 2 df: t_q = (2q - 1) sqrt(2 / (4 q (1 - q))); q = 0.975 -> 4.302653 (printed t tables: 4.303)
+    assert student_t_ppf(0.975, 2) == pytest.approx(0.95 * math.sqrt(2 / (4 * 0.975 * 0.025)), rel=1e-12)
+    assert student_t_ppf(0.975, 9) == pytest.approx(2.262, abs=5e-4)  # printed t tables
+
+
+def test_welch_with_two_seeds_each_by_hand():
+    """x = (0.60, 0.62), y = (0.50, 0.52): sd 0.01414 each, se 0.01414, t = 7.0711, df = 2,
+    p = 1 - t / sqrt(2 + t^2) = 0.019419 (2-df closed form)."""
+    res = welch_t_test([0.60, 0.62], [0.50, 0.52])
+    t = 0.1 / math.sqrt(2 * 0.0002 / 2)
+    assert res.t == pytest.approx(t) and res.df == pytest.approx(2.0)
+    assert res.p_value == pytest.approx(1 - t / math.sqrt(2 + t * t), rel=1e-9)
+    assert res.p_value == pytest.approx(0.019419, abs=1e-6)
+    half = 4.302653 * math.sqrt(0.0002)
+    assert res.ci95 == pytest.approx((0.1 - half, 0.1 + half), abs=1e-6)
+
+
+def test_one_sample_with_two_seeds_is_cauchy():
+    """Two seeds vs a fixed value: df = 1, p = 1 - 2 atan(|t|) / pi."""
+    res = one_sample_t_test([0.30, 0.34], 0.25)
+    t = 0.07 / (math.sqrt(0.0008) / math.sqrt(2))
+    assert res.df == 1 and res.t == pytest.approx(t)
+    assert res.p_value == pytest.approx(1 - 2 * math.atan(t) / math.pi, rel=1e-9)
+
+
+def test_fewer_than_two_seeds_is_unmeasured():
+    """One seed on either side: means and delta, but no t, df, p or CI."""
+    for res in (welch_t_test([0.6], [0.5, 0.52]), welch_t_test([0.6, 0.61], [0.5]), one_sample_t_test([0.6], 0.5)):
+        assert res.note == UNMEASURED and res.p_value is None and res.t is None and res.ci95 is None
+        assert res.delta == pytest.approx(res.mean_a - res.mean_b)
+    with pytest.raises(ValueError, match="at least one value"):
+        welch_t_test([], [0.5])
+
+
+def test_identical_seeds_give_no_t_test():
+    """Zero between-seed variance on both sides: no p (R stops with 'data are essentially constant')."""
+    res = welch_t_test([0.5, 0.5], [0.4, 0.4])
+    assert res.p_value is None and "zero" in res.note and res.delta == pytest.approx(0.1)
+    assert one_sample_t_test([0.5, 0.5, 0.5], 0.4).p_value is None
+
+
+def _seed_runs(arm: str, accs: list[float], n: int = 100, extra_id: int | None = None) -> list[EvalSummary]:
+    """One EvalSummary per seed with round(acc * n) of examples 0..n-1 correct."""
+    out = []
+    for k, acc in enumerate(accs):
+        ok = round(acc * n)
+        rows = [(i, float(i < ok), float(i < ok)) for i in range(n)]
+        if extra_id is not None:
+            rows.append((extra_id, 1.0, 1.0))
+        out.append(_summary(arm if k == 0 else f"{arm}_seed{k}", rows))
+    return out
+
+
+def test_compare_over_seeds_welch_on_shared_examples():
+    """Per-seed accuracies on the examples all runs share; Welch verdict; JSON-able."""
+    a = _seed_runs("run_a", [0.60, 0.62], extra_id=500)  # id 500 only in A: not counted
+    b = _seed_runs("run_c", [0.50, 0.52])
+    out = compare_over_seeds(a, b)
+    assert (out["a"], out["b"], out["a_runs"], out["n_examples"]) == ("run_a", "run_c", ["run_a", "run_a_seed1"], 100)
+    assert out["acc_a"] == pytest.approx([0.60, 0.62]) and out["acc_b"] == pytest.approx([0.50, 0.52])
+    assert out["test"] == "welch" and out["p"] == pytest.approx(0.019419, abs=1e-6)
+    assert out["verdict"] == "improved" and out["df"] == pytest.approx(2.0)
+    assert json.loads(json.dumps(out)) == out
+
+
+def test_compare_over_seeds_against_a_fixed_checkpoint():
+    """b_fixed: a one-sample test against the single anchor value."""
+    out = compare_over_seeds(_seed_runs("iter_2", [0.30, 0.34]), _seed_runs("iter_0", [0.25]), b_fixed=True)
+    assert out["test"] == "one-sample" and out["df"] == 1 and out["mean_b"] == pytest.approx(0.25)
+    assert out["verdict"] == "no detectable difference"  # t = 3.5, df = 1: p = 0.177
+    with pytest.raises(ValueError, match="one checkpoint"):
+        compare_over_seeds(_seed_runs("a", [0.3, 0.4]), _seed_runs("b", [0.2, 0.3]), b_fixed=True)
+
+
+def test_compare_over_seeds_with_one_seed_says_unmeasured():
+    """One seed per arm: no p, verdict 'seed variance unmeasured'."""
+    out = compare_over_seeds(_seed_runs("run_a", [0.7]), _seed_runs("run_c", [0.5]))
+    assert out["p"] is None and out["verdict"] == UNMEASURED and out["delta"] == pytest.approx(0.2)

@@ -1,15 +1,31 @@
-"""Honest numbers for comparing arms: Wilson intervals, paired McNemar, paired bootstrap.
+"""Honest numbers for comparing arms: Wilson intervals, paired McNemar, paired
+bootstrap, and t-tests over training seeds.
 
-Pure Python + `math` (no scipy/numpy at run time), so `compare` and `finalize`
-work on any install. DESIGN.md "Honest numbers": a verdict between two arms
-evaluated on the same examples is a paired test, not a difference of means.
+Pure Python + `math` for everything but the Student t distribution, whose CDF
+and quantile come from scipy.stats, imported inside the two functions that
+need them (so `import selfimprove.stats` stays light). DESIGN.md "Honest
+numbers": a verdict between two arms evaluated on the same examples is a
+paired test, not a difference of means.
+
+Two sources of noise, two kinds of test:
+- eval-sample noise of fixed checkpoints: Wilson interval of one accuracy,
+  exact McNemar on per-example correctness, paired bootstrap of mean reward;
+- training-seed noise (the same arm retrained with another
+  `orchestrator.seed` lands elsewhere): Welch's two-sample t-test on the
+  per-seed accuracies of two arms, or a one-sample t-test of one arm's
+  per-seed accuracies against a fixed checkpoint (iter_0, the anchor every
+  arm resumes from). McNemar cannot see this noise; with one seed per arm it
+  is unmeasured, and `compare_over_seeds` says so instead of giving a p.
 
 What is covered: one proportion's 95% interval (Wilson score, no continuity
 correction); exact two-sided McNemar on per-example correctness; percentile
-bootstrap CI of the mean per-example reward difference.
+bootstrap CI of the mean per-example reward difference; two-sided Welch and
+one-sample t-tests with a 95% t interval of the difference.
 What is not covered: multiple-comparison correction across many arms (with
-5+ arms a p of 0.04 is weak evidence), and rollout-level variance inside one
-example (each example counts once, by its mean over rollouts).
+5+ arms a p of 0.04 is weak evidence); rollout-level variance inside one
+example (each example counts once, by its mean over rollouts); with 2-3 seeds
+a t-test has little power, so "no detectable difference" there is weak
+evidence of no difference.
 """
 
 from __future__ import annotations
@@ -17,7 +33,7 @@ from __future__ import annotations
 import math
 import random
 from dataclasses import dataclass
-from typing import Hashable, Mapping
+from typing import Hashable, Mapping, Sequence
 
 from .models import EvalSummary
 
@@ -195,4 +211,139 @@ def compare_arms(a: EvalSummary, b: EvalSummary) -> dict:
         "reward_diff": boot.diff,
         "reward_diff_ci95": list(boot.ci95),
         "verdict": verdict(mc.diff, mc.p_value),
+    }
+
+
+# ---------------------------------------------------------------- training seeds
+
+UNMEASURED = "seed variance unmeasured"  # fewer than 2 training seeds on a side: no seed-aware p
+
+
+def student_t_sf(t: float, df: float) -> float:
+    """P[T > t] for Student's t with `df` degrees of freedom (df may be fractional, as Welch's is)."""
+    from scipy.stats import t as student_t  # imported here: only seed-aware tests need scipy
+
+    return float(student_t.sf(t, df))
+
+
+def student_t_ppf(q: float, df: float) -> float:
+    """The q-quantile of Student's t with `df` degrees of freedom."""
+    from scipy.stats import t as student_t
+
+    return float(student_t.ppf(q, df))
+
+
+@dataclass(frozen=True)
+class TTestResult:
+    """A t-test over training seeds. p_value/t/df/ci95 are None when there is no test
+    (fewer than 2 seeds on a side, or every seed scored the same), and `note` says why."""
+
+    test: str  # "welch" (two arms) | "one-sample" (an arm vs a fixed value)
+    n_a: int  # seeds of A
+    mean_a: float
+    sd_a: float | None  # sample sd over seeds (n - 1), None with one seed
+    n_b: int  # seeds of B; 1 for the fixed value of a one-sample test
+    mean_b: float
+    sd_b: float | None  # None with one seed and for a fixed value
+    delta: float  # mean_a - mean_b
+    t: float | None
+    df: float | None
+    p_value: float | None  # two-sided
+    ci95: tuple[float, float] | None  # 95% t interval of delta
+    note: str | None = None
+
+
+def _mean_sd(xs: Sequence[float]) -> tuple[float, float | None]:
+    n = len(xs)
+    mean = sum(xs) / n
+    if n < 2:
+        return mean, None
+    return mean, math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1))
+
+
+def _finish(test: str, a: Sequence[float], b: Sequence[float], mean_b: float, sd_b: float | None,
+            delta: float, se: float, df: float) -> TTestResult:
+    mean_a, sd_a = _mean_sd(a)
+    head = dict(test=test, n_a=len(a), mean_a=mean_a, sd_a=sd_a, n_b=len(b), mean_b=mean_b, sd_b=sd_b, delta=delta)
+    if se == 0.0:
+        # Every seed scored identically: the t statistic is 0/0 or x/0. R's t.test stops
+        # with "data are essentially constant"; we say so rather than invent a p.
+        return TTestResult(**head, t=None, df=None, p_value=None, ci95=None,
+                           note="every seed scored the same: between-seed variance is zero, no t-test")
+    t = delta / se
+    half = student_t_ppf(0.975, df) * se
+    p = min(1.0, 2 * student_t_sf(abs(t), df))
+    return TTestResult(**head, t=t, df=df, p_value=p, ci95=(delta - half, delta + half))
+
+
+def welch_t_test(a: Sequence[float], b: Sequence[float]) -> TTestResult:
+    """Welch's two-sample t-test (unequal variances, two-sided) of mean(a) - mean(b).
+
+    a, b: one value per training seed (e.g. eval accuracy of each seed's checkpoint).
+    df by Welch-Satterthwaite. With fewer than 2 values on either side there is no
+    variance to test against: the result has no p and notes UNMEASURED.
+    """
+    if not a or not b:
+        raise ValueError(f"welch_t_test needs at least one value per arm, got {len(a)} and {len(b)}")
+    (mean_a, sd_a), (mean_b, sd_b) = _mean_sd(a), _mean_sd(b)
+    if sd_a is None or sd_b is None:
+        return TTestResult(test="welch", n_a=len(a), mean_a=mean_a, sd_a=sd_a, n_b=len(b), mean_b=mean_b, sd_b=sd_b,
+                           delta=mean_a - mean_b, t=None, df=None, p_value=None, ci95=None, note=UNMEASURED)
+    va, vb = sd_a**2 / len(a), sd_b**2 / len(b)
+    se = math.sqrt(va + vb)
+    df = (va + vb) ** 2 / (va**2 / (len(a) - 1) + vb**2 / (len(b) - 1)) if se > 0 else float(len(a) + len(b) - 2)
+    return _finish("welch", a, b, mean_b, sd_b, mean_a - mean_b, se, df)
+
+
+def one_sample_t_test(a: Sequence[float], fixed: float) -> TTestResult:
+    """One-sample t-test (two-sided) of mean(a) against a fixed value, df = n - 1.
+
+    For an arm retrained with several seeds against one fixed checkpoint (iter_0, the
+    anchor every arm resumes from): the fixed value has no seed variance of its own.
+    """
+    if not a:
+        raise ValueError("one_sample_t_test needs at least one value")
+    mean_a, sd_a = _mean_sd(a)
+    if sd_a is None:
+        return TTestResult(test="one-sample", n_a=1, mean_a=mean_a, sd_a=None, n_b=1, mean_b=fixed, sd_b=None,
+                           delta=mean_a - fixed, t=None, df=None, p_value=None, ci95=None, note=UNMEASURED)
+    return _finish("one-sample", a, [fixed], fixed, None, mean_a - fixed, sd_a / math.sqrt(len(a)), len(a) - 1)
+
+
+def _accuracy_on(summary: EvalSummary, ids: set) -> float:
+    """Mean correctness of `summary` over the example ids `ids` (its eval_acc when ids are all of its examples)."""
+    return sum(e.correct for e in summary.per_example if e.example_id in ids) / len(ids)
+
+
+def compare_over_seeds(a: list[EvalSummary], b: list[EvalSummary], *, b_fixed: bool = False,
+                       a_name: str | None = None, b_name: str | None = None) -> dict:
+    """Seed-aware comparison of arm A (one eval summary per training seed) with arm B, as JSON.
+
+    Each seed's accuracy is taken on the eval examples that EVERY run of both arms shares,
+    so all values are on the same examples. `b_fixed`: B is one fixed checkpoint (iter_0):
+    a one-sample t-test of A's seeds against it; otherwise Welch's t-test. The verdict is
+    `verdict(delta, p)`, or UNMEASURED with fewer than 2 seeds on a side.
+    """
+    if not a or not b:
+        raise ValueError("compare_over_seeds needs at least one eval summary per arm")
+    if b_fixed and len(b) != 1:
+        raise ValueError(f"compare_over_seeds: a fixed arm is one checkpoint, got {len(b)} summaries")
+    shared = set.intersection(*({e.example_id for e in s.per_example} for s in a + b))
+    out: dict = {"a": a_name or a[0].arm, "b": b_name or b[0].arm, "a_runs": [s.arm for s in a],
+                 "b_runs": [s.arm for s in b], "n_examples": len(shared)}
+    if not shared:
+        return out | {"test": None, "verdict": verdict(0.0, None), "note": "the runs share no eval example"}
+    acc_a = [_accuracy_on(s, shared) for s in a]
+    acc_b = [_accuracy_on(s, shared) for s in b]
+    res = one_sample_t_test(acc_a, acc_b[0]) if b_fixed else welch_t_test(acc_a, acc_b)
+    if res.p_value is None:
+        word = UNMEASURED if res.note == UNMEASURED else verdict(0.0, None)
+    else:
+        word = verdict(res.delta, res.p_value)
+    return out | {
+        "test": res.test, "acc_a": acc_a, "acc_b": acc_b,
+        "n_a": res.n_a, "mean_a": res.mean_a, "sd_a": res.sd_a,
+        "n_b": res.n_b, "mean_b": res.mean_b, "sd_b": res.sd_b,
+        "delta": res.delta, "t": res.t, "df": res.df, "p": res.p_value,
+        "ci95": list(res.ci95) if res.ci95 else None, "verdict": word, "note": res.note,
     }
