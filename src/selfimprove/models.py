@@ -79,6 +79,7 @@ class RunConfig(FileModel):
     rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE  # seed: 16
     eval_examples: int = SEED_EVAL_EXAMPLES  # eval examples per iteration (seed: 200)
     allow_small_batch: bool = False  # permits < 16 unique prompts per step (smoke runs only)
+    seeds: int = Field(default=1, ge=1)  # Phase 4: training seeds per compared arm (compare/run --seeds; 1 = unmeasured)
 
     versions: dict[str, str] = Field(default_factory=dict)  # tool + library versions at bootstrap
 
@@ -99,7 +100,7 @@ class IterRecord(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    arm: str  # unique key: "iter_0", "iter_3", "run_a", "run_b", "run_c"
+    arm: str  # unique key: "iter_0", "iter_3", "run_a", "run_b", "run_c"; seed replicates "run_a_seed1", "iter_3_seed1"
     iter: int | None = None  # iteration index for iter_N arms, None for controls
     eval_acc: float
     eval_reward_mean: float
@@ -112,6 +113,8 @@ class IterRecord(BaseModel):
     source: str = "trained"  # "trained" | "init-from"
     eval_split: str = "eval"  # which split the numbers were measured on
     ts: float | None = None
+    seed: int | None = None  # training seed (orchestrator.seed) it ran with; None = not recorded (older files) or unset
+    replicate_of: str | None = None  # a seed replicate: the arm it repeats with another seed (e.g. "run_a"); None = the original
 
 
 class Metrics(FileModel):
