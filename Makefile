@@ -13,7 +13,7 @@ BUDGET ?= 12m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup demo test test-quick bench clean
+.PHONY: setup demo test test-quick bench student clean
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,11 @@ test: setup
 
 test-quick: setup
 	$(BIN)/python -m pytest -m "not slow"
+
+# Rebuild the shipped built-in student from its warm-up recipe (after changing
+# src/selfimprove/rl/warmup.py; ~5 min on 2 cores) and re-measure its profile.json.
+student: setup
+	OMP_WAIT_POLICY=PASSIVE $(BIN)/selfimprove student build
 
 bench: setup
 	$(BIN)/python bench/engine.py

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status
+from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status, student
 
 app = typer.Typer(
     name="selfimprove",
@@ -39,6 +39,7 @@ app.command("finalize")(finalize.command)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run.command)
 app.command("status")(status.command)
 app.command("note")(note.command)
+app.add_typer(student.app, name="student")
 
 
 def main() -> None:

@@ -6,17 +6,22 @@ tokenizer that needs no download, and the built-in model ids.
 template) or a built-in id:
 
     selfimprove/tiny-arith   the base student of the embedded default: a random
-                             1.06M-parameter Qwen3 after a short, seeded,
-                             step-based supervised warm-up on arithmetic (see
-                             warmup.py). Made on first use (~5 minutes on 2
-                             cores) and cached under
-                             ${SELFIMPROVE_CACHE:-~/.cache/selfimprove}/students/selfimprove--tiny-arith-<recipe>/
-                             (<recipe> = a hash of the warm-up recipe, so a changed
-                             recipe never reuses a stale student)
+                             Qwen3 after a seeded, step-based supervised warm-up
+                             on arithmetic (see warmup.py). Ships with the
+                             package, built from the recipe
+                             (rl/students/tiny-arith/, see shipped.py), so no
+                             user ever waits for the warm-up.
 
-The cache is written to a temporary directory and renamed into place, under a
+The shipped weights are used while their recipe.json hash equals
+`warmup.recipe_hash()`. When the recipe changed without a rebuild (a developer's
+working tree), the student is built from the recipe on first use (~5 minutes on
+2 cores) and cached under
+${SELFIMPROVE_CACHE:-~/.cache/selfimprove}/students/selfimprove--tiny-arith-<recipe>/
+(<recipe> = the recipe hash, so a changed recipe never reuses a stale student).
+That cache is written to a temporary directory and renamed into place, under a
 lock file, so concurrent first uses wait for one builder and a killed build
-leaves nothing half-written.
+leaves nothing half-written. SELFIMPROVE_NO_STUDENT_BUILD=1 (set by the test
+suite) turns that build into an error.
 
     python -c "from selfimprove.rl.student import per_kind_pass_at_k as f; print(f('selfimprove/tiny-arith'))"
 """
@@ -136,17 +141,31 @@ def cache_root() -> Path:
 
 
 def builtin_dir(model_id: str) -> Path:
+    """The CACHE directory of a built-in id for the current recipe (used only when the shipped copy is stale)."""
     from .warmup import recipe_hash
 
     return cache_root() / "students" / f"{model_id.replace('/', '--')}-{recipe_hash()}"
 
 
 def resolve_model(name: str, log=print) -> Path:
-    """A local directory for `model.name`: the directory itself, or the built-in student (built on first use)."""
+    """A local directory for `model.name`: the directory itself, or the built-in student
+    (the shipped copy; built into the cache only when the shipped copy is stale)."""
     if name in BUILTIN_IDS:
+        from .shipped import shipped_dir, shipped_hash
+        from .warmup import recipe_hash
+
+        shipped, current = shipped_hash(name), recipe_hash()
+        if shipped == current:
+            return shipped_dir(name)
         final = builtin_dir(name)
+        stale = (f"the shipped student {name} is stale (built from recipe {shipped or 'none'}, the code's warm-up "
+                 f"recipe is {current}; rebuild it with `selfimprove student build` or `make student`)")
         if (final / "READY").is_file():
+            log(f"{stale}; using the copy built from the recipe in {final}")
             return final
+        if os.environ.get("SELFIMPROVE_NO_STUDENT_BUILD"):
+            raise ConfigError(f"{shipped_dir(name) / 'recipe.json'}: {stale}; SELFIMPROVE_NO_STUDENT_BUILD is set, "
+                              "so it is not built into the cache")
         final.parent.mkdir(parents=True, exist_ok=True)
         with open(final.parent / f".{final.name}.lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent first uses wait for one builder
@@ -154,7 +173,7 @@ def resolve_model(name: str, log=print) -> Path:
                 return final
             from .warmup import warm_up
 
-            log(f"Building the built-in student {name} (first use, cached in {final})")
+            log(f"{stale}; building it from the recipe into {final} (~5 min on 2 cores, once)")
             tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
             try:
                 model, tok = warm_up(log=log)
