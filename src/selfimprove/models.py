@@ -57,8 +57,8 @@ class RunConfig(FileModel):
     dataset: str  # short dataset name, used in package names (<dataset>_iter_N)
     hub_id: str  # the real environment: a hub slug owner/name, or a locally importable env id
     model: str  # student model id (HF id or local dir), used verbatim as [model] name
-    start_ts: float  # unix seconds at bootstrap; the budget clock starts here
-    budget_seconds: int  # Phase 3 wall-clock cap; Phase 4 runs after, on its own time
+    start_ts: float  # unix seconds at bootstrap (the run's start; NOT the budget clock)
+    budget_seconds: int  # Phase 3 wall-clock cap, measured from phase3_start_ts; Phase 4 runs after, on its own time
     max_iters: int  # total iterations including iter_0
     batch_size: int  # TOTAL rollouts per step (unique prompts x rollouts_per_example)
     init_from: str | None = None  # prior run dir reused as iter_0 (Phase 2A), or null
@@ -89,6 +89,11 @@ class RunConfig(FileModel):
 
     end_ts: float | None = None
     total_duration_s: float | None = None
+
+    # unix seconds when the first `iterate` began Phase 3: the --budget clock starts here, so
+    # bootstrap, introspect and baseline (with any first-use student build) are never charged.
+    # Written once, never moved by re-runs or resumes; null until Phase 3 starts (and in older run.json).
+    phase3_start_ts: float | None = None
 
     @property
     def unique_prompts_per_step(self) -> int:
