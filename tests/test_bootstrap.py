@@ -56,6 +56,10 @@ def test_bootstrap_writes_a_valid_run_dir(cli, runs_dir):
     assert json.loads((run_dir / "metrics.json").read_text())["iters"] == []
     pad = (run_dir / "scratchpad.md").read_text()
     assert pad.startswith("# Self-improvement run: gsm8k") and "primeintellect/gsm8k" in pad
+    # --budget caps Phase 3 only: its clock has not started, and the header says when it will.
+    assert cfg.phase3_start_ts is None
+    assert "budget (Phase 3 only): 36000 s, on a clock that starts at the first `selfimprove iterate`" in pad
+    assert "baseline, including any first-use build of the student, are not charged" in pad
 
 
 def test_bootstrap_json_and_recorded_overrides(cli, runs_dir):

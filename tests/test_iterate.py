@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pytest
 
 from selfimprove.errors import GateFailed, TeacherActionNeeded
 from selfimprove.phases import iteration_steps
-from selfimprove.phases.iterate import current_iteration, iterate
+from selfimprove.phases.iterate import current_iteration, iterate, start_phase3_clock
+from selfimprove.phases.status import run_status
 from selfimprove.rundir import RunDir
+from selfimprove.ui import budget_line
 
 from loop_helpers import FAKE, GENERATOR, baseline_run, run, tree_digest, write_teacher_files  # noqa: F401
 
@@ -126,11 +129,58 @@ def test_resume_after_kill_inside_each_step(run: RunDir, step: str, monkeypatch:
 def test_budget_gate_ends_phase3(run: RunDir) -> None:
     cfg = run.read_run()
     cfg.budget_seconds = 1
-    cfg.start_ts -= 10
+    cfg.phase3_start_ts = time.time() - 10  # Phase 3 began 10 s ago
     run.write_run(cfg)
     result = iterate(run, quiet=True)
     assert result.kind == "ended" and run.read_run().status == "budget_exhausted"
+    assert "since Phase 3 started" in run.read_run().reason
     assert not run.iter(1).dir.exists()
+    assert run_status(run)["budget_clock"] == "stopped"
+
+
+def test_budget_clock_starts_at_the_first_iterate_not_at_bootstrap(run: RunDir) -> None:
+    """--budget caps Phase 3 only: a run bootstrapped an hour ago (a slow baseline, a
+    first-use student build) still gets its whole budget at its first iterate."""
+    cfg = run.read_run()
+    cfg.budget_seconds = 60
+    cfg.start_ts -= 3600
+    run.write_run(cfg)
+    assert cfg.phase3_start_ts is None
+    status = run_status(run)
+    assert (status["budget_clock"], status["budget_used_s"], status["budget_left_s"]) == ("not_started", None, None)
+    before = time.time()
+    with pytest.raises(TeacherActionNeeded):  # the gate passed: iter_1 was analysed, the teacher's turn
+        iterate(run, quiet=True)
+    started = run.read_run().phase3_start_ts
+    assert started is not None and before <= started <= time.time()
+    assert run.read_run().status == "running"
+    status = run_status(run)
+    assert status["budget_clock"] == "running" and status["budget_left_s"] > 50 and status["elapsed_s"] > 3600
+    with pytest.raises(TeacherActionNeeded):  # re-runs and resumes never move the clock
+        iterate(run, quiet=True)
+    assert run.read_run().phase3_start_ts == started
+
+
+def test_budget_clock_of_a_run_from_before_the_field(run: RunDir) -> None:
+    """An older run.json (no phase3_start_ts) loads; if its Phase 3 had already begun,
+    it keeps the clock it began with (start_ts) instead of getting its budget back."""
+    raw = json.loads(run.run_json.read_text())
+    raw.pop("phase3_start_ts", None)
+    run.run_json.write_text(json.dumps(raw))
+    cfg = run.read_run()
+    assert cfg.phase3_start_ts is None
+    run.iter(1).dir.mkdir()
+    assert start_phase3_clock(run, cfg).phase3_start_ts == cfg.start_ts
+    assert run.read_run().phase3_start_ts == cfg.start_ts
+
+
+def test_status_and_phase_lines_say_when_the_budget_clock_starts(run: RunDir, cli) -> None:
+    res = cli("status", "--run-dir", run.root)
+    assert res.exit_code == 0, res.stderr
+    assert "clock not started (Phase 3 only" in res.stdout and "baseline are not charged" in res.stdout
+    assert budget_line(None, 600) == "budget clock not started (Phase 3 only, 10m00s)"
+    line = budget_line(time.time() - 60, 600)
+    assert line.startswith("Phase 3 budget: 1m00s used, ") and line.endswith(" left")
 
 
 def test_teacher_overrides_pinned_key_refused(run: RunDir) -> None:

@@ -1,6 +1,6 @@
 """Console output shared by the commands: one rich console on stderr for
 progress (so stdout stays clean for RUN_DIR / --json), phase start/end lines
-with elapsed time and budget left."""
+with the Phase 3 budget clock."""
 
 from __future__ import annotations
 
@@ -27,14 +27,18 @@ def fmt_duration(seconds: float) -> str:
     return f"{s}s"
 
 
-def budget_line(start_ts: float, budget_seconds: int) -> str:
-    elapsed = time.time() - start_ts
-    left = budget_seconds - elapsed
-    return f"elapsed {fmt_duration(elapsed)}, budget left {fmt_duration(left) if left > 0 else 'none'}"
+def budget_line(phase3_start_ts: float | None, budget_seconds: int) -> str:
+    """Where the --budget clock stands. It caps Phase 3 only and starts at the first
+    `iterate` (run.json phase3_start_ts); before that nothing is charged to it."""
+    if phase3_start_ts is None:
+        return f"budget clock not started (Phase 3 only, {fmt_duration(budget_seconds)})"
+    used = time.time() - phase3_start_ts
+    left = budget_seconds - used
+    return f"Phase 3 budget: {fmt_duration(used)} used, {fmt_duration(left) if left > 0 else 'none'} left"
 
 
-def phase_line(event: str, phase: str, start_ts: float | None = None, budget_seconds: int | None = None) -> None:
-    """Print '[hh:mm:ss] <phase> start|done (elapsed ..., budget left ...)'."""
+def phase_line(event: str, phase: str, phase3_start_ts: float | None = None, budget_seconds: int | None = None) -> None:
+    """Print '[hh:mm:ss] <phase> <event> (<budget_line>)'; without budget_seconds, no budget part."""
     stamp = time.strftime("%H:%M:%S")
-    tail = f" ({budget_line(start_ts, budget_seconds)})" if start_ts is not None and budget_seconds is not None else ""
+    tail = f" ({budget_line(phase3_start_ts, budget_seconds)})" if budget_seconds is not None else ""
     console.print(f"[dim]{stamp}[/dim] [bold]{phase}[/bold] {event}{tail}")

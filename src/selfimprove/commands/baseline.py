@@ -31,6 +31,9 @@ def command(
     disk and offers --restart or --resume. Prints the eval summary on stdout
     (one JSON object with --json, without per-example scores, and no progress bar).
 
+    Not charged to --budget: it caps Phase 3 only, and its clock starts at the
+    first `selfimprove iterate`.
+
     Example usage:
 
         selfimprove baseline --run-dir $RUN_DIR
@@ -39,15 +42,15 @@ def command(
     """
     rd = RunDir(run_dir)
     cfg = rd.require().read_run()
-    if not json_:
-        phase_line("start", "baseline", cfg.start_ts, cfg.budget_seconds)
+    if not json_:  # before Phase 3 the budget clock has not started: the line says so
+        phase_line("start", "baseline", cfg.phase3_start_ts, cfg.budget_seconds)
     res = run_baseline(rd, restart=restart, resume=resume, config=str(config) if config else None,
                        cap_hours=cap_hours, quiet=json_)
     s = res.summary
     if json_:
         print_json({**s.model_dump(mode="json", exclude={"per_example"}), "already_done": res.already_done})
         return
-    phase_line("done", "baseline", cfg.start_ts, cfg.budget_seconds)
+    phase_line("done", "baseline", cfg.phase3_start_ts, cfg.budget_seconds)
     train = f"{s.train_reward_mean:.3f}" if s.train_reward_mean is not None else "n/a"
     out.print(f"iter_0 ({s.source}): eval_acc {fmt_acc(s)} | eval reward mean {s.eval_reward_mean:.3f} | "
               f"train reward (last steps) {train} | step {s.final_step}", markup=False)

@@ -30,16 +30,20 @@ def command(
     continues exactly where it stopped, and attaches to a training job that is
     still running instead of launching another.
 
+    The --budget clock starts at the first iterate (run.json phase3_start_ts)
+    and is never reset: bootstrap, introspect and baseline are not charged.
+
     Example usage:
 
         selfimprove iterate --run-dir $RUN_DIR
     """
     rd = RunDir(run_dir)
-    cfg = rd.require().read_run()
+    rd.require()
 
     def on_step(n: int, step: str) -> None:
         if not json_:
-            phase_line(step, f"iter_{n}", cfg.start_ts, cfg.budget_seconds)
+            cfg = rd.read_run()  # re-read: the first iterate starts the budget clock (phase3_start_ts)
+            phase_line(step, f"iter_{n}", cfg.phase3_start_ts, cfg.budget_seconds)
 
     result = iterate(rd, restart=restart, resume=resume, quiet=json_, once=once, gen_timeout=gen_timeout,
                      cap_hours=cap_hours, on_step=on_step)

@@ -10,6 +10,18 @@ from ..ui import fmt_duration, out
 from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
 
 
+def budget_text(s: dict) -> str:
+    """The --budget clock in one phrase: it caps Phase 3 only and starts at the first iterate."""
+    budget = fmt_duration(s["budget_s"])
+    if s["budget_clock"] == "not_started":
+        return (f"budget {budget}: clock not started (Phase 3 only; it starts at the first `selfimprove iterate`, "
+                "so bootstrap, introspect and baseline are not charged)")
+    if s["budget_clock"] == "stopped":
+        return f"budget {budget} (Phase 3 only): clock stopped, Phase 3 is over"
+    return (f"budget (Phase 3 only): {fmt_duration(s['budget_used_s'])} used of {budget}, "
+            f"{fmt_duration(s['budget_left_s'])} left")
+
+
 @cli_errors
 def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
     """Show where a run stands: phase reached, status, budget, finished arms, next command.
@@ -28,10 +40,8 @@ def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
     out.print(f"env {s['hub_id']} | student {s['model']} | engine {s['engine']}")
     reason = f" ({s['reason']})" if s["reason"] else ""
     out.print(f"status [bold]{s['status']}[/bold]{reason} | phase reached: {s['phase_reached']}")
-    out.print(
-        f"budget: {fmt_duration(s['elapsed_s'])} used of {fmt_duration(s['budget_s'])}, "
-        f"{fmt_duration(s['budget_left_s'])} left | iterations started: {s['iterations_started'] or 'none'} of max {s['max_iters']}"
-    )
+    out.print(f"{budget_text(s)} | run elapsed {fmt_duration(s['elapsed_s'])} | "
+              f"iterations started: {s['iterations_started'] or 'none'} of max {s['max_iters']}", markup=False)
     if s["arms"]:
         t = Table(title="finished arms (eval on the real env)")
         for col in ("arm", "rows", "eval_acc", "95% CI", "n_eval", "reward mean", "step"):

@@ -173,7 +173,7 @@ def scratchpad_header(cfg: RunConfig, run_dir: Path) -> str:
 - started: {started}
 - real environment: `{cfg.hub_id}` (env args: `{json.dumps(cfg.env_args)}`)
 - student: `{cfg.model}` on engine `{cfg.engine}`
-- budget (Phase 3 only): {cfg.budget_seconds} s; max iterations (incl. iter_0): {cfg.max_iters}
+- budget (Phase 3 only): {cfg.budget_seconds} s, on a clock that starts at the first `selfimprove iterate` (bootstrap, introspect and baseline, including any first-use build of the student, are not charged; compare and finalize run after it); max iterations (incl. iter_0): {cfg.max_iters}
 - per run: {cfg.steps_per_run} new steps, batch {cfg.batch_size} rollouts = {cfg.unique_prompts_per_step} prompts x {cfg.rollouts_per_example}; eval on {cfg.eval_examples} examples of the real env
 - init from: {cfg.init_from or "none (iter_0 is trained here)"}
 

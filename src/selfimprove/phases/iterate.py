@@ -6,7 +6,8 @@ its durable artefact exists and validates (hashes tie every artefact to the
 inputs it was made from), so re-invoking after a crash continues where it
 stopped, and editing the generator re-runs exactly what depends on it.
 
-    1 gate       pre-iteration budget gate (the ONLY way Phase 3 ends)
+    1 gate       pre-iteration budget gate (the ONLY way Phase 3 ends; the budget
+                 clock starts at the first iterate, run.json phase3_start_ts)
     2 analyze    failures.jsonl + analysis.json + skeletons + scratchpad entry -> stop for the teacher
     3 report     weakness_report.md front matter gate            -> report_gate.json
     4 generate   run gen_dataset.py in a subprocess              -> dataset.jsonl + generate.json
@@ -53,11 +54,31 @@ def current_iteration(rd: RunDir) -> int:
     return n
 
 
+def start_phase3_clock(rd: RunDir, cfg: RunConfig) -> RunConfig:
+    """Record when Phase 3 began (run.json phase3_start_ts), once: the --budget clock.
+
+    `--budget` caps Phase 3 only (the seed's "Phase 3 cap"), so the clock starts at
+    the first `iterate` after the baseline, never at bootstrap: introspection,
+    iter_0 training or --init-from, and any first-use build of a student are not
+    charged. Re-runs and resumes keep the recorded time. A run whose Phase 3 began
+    under an older selfimprove (iteration dirs, no phase3_start_ts) keeps the clock
+    it started with, start_ts, rather than getting its budget back.
+    """
+    if cfg.phase3_start_ts is None:
+        started_before = any(i > 0 for i in rd.iter_indices())
+        cfg.phase3_start_ts = cfg.start_ts if started_before else time.time()
+        rd.write_run(cfg)
+    return cfg
+
+
 def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
-    """The seed's pre-iteration gate. Ends Phase 3 (status + reason) or returns None."""
-    elapsed = time.time() - cfg.start_ts
+    """The seed's pre-iteration gate. Ends Phase 3 (status + reason) or returns None.
+
+    Budget time is measured from phase3_start_ts (see start_phase3_clock)."""
+    elapsed = time.time() - cfg.phase3_start_ts if cfg.phase3_start_ts is not None else 0.0
     if elapsed >= cfg.budget_seconds:
-        status, reason = "budget_exhausted", f"budget of {cfg.budget_seconds} s used ({elapsed:.0f} s elapsed) before iter_{n}"
+        status, reason = ("budget_exhausted", f"Phase 3 budget of {cfg.budget_seconds} s used "
+                          f"({elapsed:.0f} s since Phase 3 started) before iter_{n}")
     elif n >= cfg.max_iters:
         status, reason = "max_iters_reached", f"max_iters={cfg.max_iters} reached (iter_0..iter_{n - 1} done)"
     else:
@@ -88,6 +109,7 @@ def iterate(
                 return IterateResult("ended", current_iteration(rd), f"Phase 3 is over (status {cfg.status}); next: selfimprove compare --run-dir {rd.root}")
             if not rd.iter(0).eval_summary.is_file():
                 raise TeacherActionNeeded(f"{rd.iter(0).eval_summary}: missing; run `selfimprove baseline --run-dir {rd.root}` first")
+            cfg = start_phase3_clock(rd, cfg)
             n = current_iteration(rd)
             result = run_one_iteration(rd, cfg, n, restart=restart, resume=resume, quiet=quiet,
                                        gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step)
@@ -168,4 +190,4 @@ def run_one_iteration(
     )
 
 
-__all__ = ["iterate", "IterateResult", "current_iteration", "budget_gate", "GateFailed", "ArmDir"]
+__all__ = ["iterate", "IterateResult", "current_iteration", "budget_gate", "start_phase3_clock", "GateFailed", "ArmDir"]

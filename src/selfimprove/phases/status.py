@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from ..models import RunConfig
 from ..rundir import RunDir
 
 
@@ -30,12 +31,26 @@ def next_step(rd: RunDir) -> tuple[str, str]:
     return "compare", f"selfimprove finalize --run-dir {root}"
 
 
+def budget_clock(cfg: RunConfig) -> tuple[str, float | None]:
+    """("not_started" | "running" | "stopped", seconds charged so far or None).
+
+    --budget caps Phase 3 only; its clock starts at the first `iterate`
+    (phase3_start_ts). Before that nothing is charged; once Phase 3 has ended
+    (status is no longer running) the clock is stopped and Phase 4/5 are not charged."""
+    if cfg.phase3_start_ts is None:
+        return ("not_started" if cfg.status == "running" else "stopped"), None
+    if cfg.status != "running":
+        return "stopped", None
+    return "running", time.time() - cfg.phase3_start_ts
+
+
 def run_status(rd: RunDir) -> dict[str, Any]:
     rd.require()
     cfg = rd.read_run()
     metrics = rd.read_metrics()
     elapsed = (cfg.end_ts or time.time()) - cfg.start_ts
     phase, nxt = next_step(rd)
+    clock, used = budget_clock(cfg)
     return {
         "run_dir": str(rd.root),
         "dataset": cfg.dataset,
@@ -46,9 +61,12 @@ def run_status(rd: RunDir) -> dict[str, Any]:
         "reason": cfg.reason,
         "phase_reached": phase,
         "next": nxt,
-        "elapsed_s": round(elapsed, 1),
-        "budget_s": cfg.budget_seconds,
-        "budget_left_s": round(max(0.0, cfg.budget_seconds - elapsed), 1),
+        "elapsed_s": round(elapsed, 1),  # wall time since bootstrap (not the budget)
+        "budget_s": cfg.budget_seconds,  # caps Phase 3 only
+        "budget_clock": clock,
+        "phase3_start_ts": cfg.phase3_start_ts,
+        "budget_used_s": None if used is None else round(used, 1),
+        "budget_left_s": None if used is None else round(max(0.0, cfg.budget_seconds - used), 1),
         "max_iters": cfg.max_iters,
         "iterations_started": rd.iter_indices(),
         "arms": [r.model_dump(mode="json") for r in metrics.iters],
