@@ -32,6 +32,10 @@ def command(
     `iterate` (and again with the failure list when a gate fails). Re-run with
     --run-dir to resume a crashed or killed run wherever it was.
 
+    --budget caps Phase 3 only: its clock starts at the first iterate, after the
+    baseline, so setup, introspection and iter_0 are never charged to it, and
+    the controls and summary run after it on their own time.
+
     Example usage:
 
         selfimprove run selfimprove-arith --model selfimprove/tiny-arith --budget 8m \\

@@ -2,6 +2,10 @@
 
     bootstrap -> introspect -> baseline -> iterate (teacher at each stop) -> compare -> finalize
 
+`--budget` caps Phase 3 (iterate) only: its clock starts at the first iterate
+(run.json phase3_start_ts), so bootstrap, introspect and baseline are never
+charged, and compare/finalize run after it on their own time.
+
 Everything it does is what the phase commands do; it only chains them and
 answers the teacher stops by calling the teacher. Every phase is resumable on
 its own, so re-running `selfimprove run --run-dir R` after a crash or a kill
@@ -28,15 +32,27 @@ from .iterate import current_iteration, iterate
 MAX_TEACHER_ATTEMPTS = 4  # per iteration: the first write plus fixes after failures
 
 
+# Phases whose lines show the --budget clock. It caps Phase 3 only and starts at the
+# first iterate, so introspect and baseline (with any first-use student build) say
+# "budget clock not started"; compare and finalize run after it and show no budget.
+BUDGET_SHOWN = ("introspect", "baseline", "iterate")
+
+
 def _timed(rd: RunDir, name: str, fn: Callable[[], Any], timings: dict[str, float]) -> Any:
-    cfg = rd.read_run()
-    phase_line("start", name, cfg.start_ts, cfg.budget_seconds)
+    def line(event: str) -> None:
+        if name in BUDGET_SHOWN:
+            cfg = rd.read_run()  # re-read: the first iterate starts the clock
+            phase_line(event, name, cfg.phase3_start_ts, cfg.budget_seconds)
+        else:
+            phase_line(event, name)
+
+    line("start")
     started = time.perf_counter()
     try:
         return fn()
     finally:
         timings[name] = timings.get(name, 0.0) + time.perf_counter() - started
-        phase_line(f"end ({fmt_duration(timings[name])})", name, cfg.start_ts, cfg.budget_seconds)
+        line(f"end ({fmt_duration(timings[name])})")
 
 
 def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
