@@ -36,6 +36,23 @@ CONTROL_ARMS = {
     "run_c": "run_c_real_from_iter0",
 }
 
+# Seed replicates (Phase 4 --seeds): member k >= 1 of an arm is "<arm>_seed<k>" in metrics.json
+# and "<arm dir>_seed<k>/" on disk; member 0 is the arm itself, name unchanged.
+_SEED_KEY_RE = re.compile(r"^(?P<arm>.+)_seed(?P<k>[1-9]\d*)$")
+
+
+def seed_key(arm: str, k: int) -> str:
+    """metrics.json key of seed member k of `arm`: "run_a" (k = 0), "run_a_seed1", "iter_2_seed2"."""
+    if k < 0:
+        raise ValueError(f"seed index must be >= 0, got {k}")
+    return arm if k == 0 else f"{arm}_seed{k}"
+
+
+def split_seed_key(key: str) -> tuple[str, int]:
+    """("run_a", 2) for "run_a_seed2"; (key, 0) for a key that is no seed replicate."""
+    m = _SEED_KEY_RE.match(key)
+    return (m.group("arm"), int(m.group("k"))) if m else (key, 0)
+
 
 # ---------------------------------------------------------------- atomic IO
 
@@ -207,8 +224,18 @@ class RunDir:
     def iter(self, n: int) -> ArmDir:
         return ArmDir(self.root, f"iter_{n}")
 
-    def control(self, arm: str) -> ArmDir:
-        return ArmDir(self.root, CONTROL_ARMS[arm])
+    def control(self, arm: str, seed_index: int = 0) -> ArmDir:
+        """A Phase 4 control: run_a_best_from_iter0/, or run_a_best_from_iter0_seed1/ for seed member 1."""
+        return ArmDir(self.root, seed_key(CONTROL_ARMS[arm], seed_index))
+
+    def arm(self, key: str) -> ArmDir:
+        """The dir of any metrics.json arm key: iter_N, iter_N_seedK, run_a, run_a_seedK, ..."""
+        base, k = split_seed_key(key)
+        if base in CONTROL_ARMS:
+            return self.control(base, k)
+        if re.fullmatch(r"iter_\d+", base):
+            return ArmDir(self.root, seed_key(base, k))  # iter_2_seed1/: the best iteration retrained with seed 1
+        raise RunDirError(f"unknown arm '{key}'; expected iter_N, run_a, run_b or run_c (optionally _seedK)")
 
     def iter_indices(self) -> list[int]:
         out = []

@@ -19,18 +19,23 @@ def command(
     restart: Annotated[bool, typer.Option(help="After a crashed arm job: clean relaunch.")] = False,
     resume: Annotated[bool, typer.Option(help="After a crashed arm job: relaunch from its last checkpoint.")] = False,
     cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a job this many hours past its expected end (default 2).")] = None,
+    seeds: Annotated[Optional[int], typer.Option(min=1, help="Training seeds for Run A, Run C and the best iteration (seed k = the canonical orchestrator.seed + k); recorded in run.json. Default: run.json's value (1 = seed variance unmeasured).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 4: pick BEST_ITER and run the controls on the full eval split.
 
     Run A replays the best dataset from iter_0, Run B mixes real + best from the
     base model, Run C (default on) trains iter_0 for the same steps on real data.
-    A failing arm is logged in run.json phase4_errors and the others go on.
-    Re-running resumes: finished arms are kept, a running job is attached to.
+    With --seeds N, Run A, Run C and the best iteration are each trained with N
+    training seeds (Run B stays at one), so finalize can test differences against
+    seed variance. A failing arm is logged in run.json phase4_errors and the
+    others go on. Re-running resumes: finished arms are kept, a running job is
+    attached to; raising --seeds later adds only the missing seeds.
 
     Example usage:
 
         selfimprove compare --run-dir $RUN_DIR
+        selfimprove compare --run-dir $RUN_DIR --seeds 3
     """
     rd = RunDir(run_dir)
     cfg = rd.require().read_run()
@@ -39,7 +44,8 @@ def command(
         if not json_:
             phase_line(event, arm, cfg.start_ts, cfg.budget_seconds)
 
-    result = compare(rd, control=control, restart=restart, resume=resume, quiet=json_, cap_hours=cap_hours, on_arm=on_arm)
+    result = compare(rd, control=control, seeds=seeds, restart=restart, resume=resume, quiet=json_,
+                     cap_hours=cap_hours, on_arm=on_arm)
     if json_:
         print_json(result)
         return
@@ -47,7 +53,10 @@ def command(
     out.print(f"BEST_ITER = iter_{b['best_iter']} (eval_acc {b['eval_acc']:.3f} on {b['n_eval']} examples)", markup=False)
     for arm, rec in result["arms"].items():
         lo, hi = rec["acc_ci95"]
-        out.print(f"{arm}: eval_acc {rec['eval_acc']:.3f} [{lo:.3f}, {hi:.3f}] on n={rec['n_eval']} (full eval split)", markup=False)
+        seed = f", training seed {rec['seed']}" if rec.get("seed") is not None else ""
+        out.print(f"{arm}: eval_acc {rec['eval_acc']:.3f} [{lo:.3f}, {hi:.3f}] on n={rec['n_eval']}{seed}", markup=False)
     for arm, err in result["errors"].items():
         out.print(f"{arm}: FAILED: {err}", markup=False)
+    out.print(f"training seeds per arm: {result['seeds']} requested; finished: "
+              + ", ".join(f"{arm} {len(keys)}" for arm, keys in result["seed_members"].items() if keys), markup=False)
     out.print(f"next: selfimprove finalize --run-dir {rd.root}", markup=False)

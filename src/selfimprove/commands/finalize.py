@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 
 from ..phases.finalize import finalize
-from ..report.table import summary_renderable
+from ..report.table import recommendation_line, summary_renderable
 from ..rundir import RunDir
 from ..ui import fmt_duration, out
 from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
@@ -20,7 +20,14 @@ def command(
     wandb: Annotated[bool, typer.Option("--wandb/--no-wandb", help="Log arms to W&B when run.json names a project.")] = True,
     json_: JsonOpt = False,
 ) -> None:
-    """Phase 5: close the run, print the table of arms with intervals and paired tests.
+    """Phase 5: close the run, print the table of arms with intervals and tests.
+
+    Per arm: eval accuracy (mean ± sd over training seeds when compare ran with
+    --seeds N), n_seeds, a 95% interval and n eval examples. Then the seed-aware
+    t-tests (Welch between arms, one-sample against iter_0), the paired McNemar
+    tests per checkpoint, and the recommendation: an arm that beats iter_0 at
+    p < 0.05 under the seed-aware test, or with one seed a provisional pick
+    (seed variance unmeasured).
 
     Example usage:
 
@@ -32,9 +39,8 @@ def command(
         return
     out.print(summary_renderable(result))
     out.print(f"status {result['status']} ({result['reason']}); total {fmt_duration(result['total_duration_s'])}", markup=False)
-    if result["recommended"]:
-        rec = next(r for r in result["rows"] if r["arm"] == result["recommended"])
-        out.print(f"recommended model: {rec['label']} (eval_acc {rec['eval_acc']:.3f} on n={rec['n_eval']}) -> {rec['checkpoint']}", markup=False)
+    if line := recommendation_line(result):
+        out.print(line, markup=False)
     if result["plot"]:
         out.print(f"plot: {result['plot']}", markup=False)
     for n in result["notes"]:

@@ -80,9 +80,30 @@ def _wandb(cfg: RunConfig, name: str) -> dict | None:
     return {"project": cfg.wandb_project, "name": name} if cfg.wandb_project else None
 
 
-def _knobs(rd: RunDir, overrides: dict) -> dict:
-    """Canonical knobs with the teacher's overrides on top (same keys, same mapping)."""
-    return {**prime_rl.canonical_knobs(canonical_config(rd)), **prime_rl.canonical_knobs(overrides)}
+def _knobs(rd: RunDir, overrides: dict, seed_index: int = 0) -> dict:
+    """Canonical knobs with the teacher's overrides on top (same keys, same mapping);
+    seed member k >= 1 trains with training_seed(rd, k) instead of the canonical seed."""
+    knobs = {**prime_rl.canonical_knobs(canonical_config(rd)), **prime_rl.canonical_knobs(overrides)}
+    if seed_index:
+        knobs["seed"] = training_seed(rd, seed_index)
+    return knobs
+
+
+def training_seed(rd: RunDir, seed_index: int) -> int:
+    """The training seed of seed member k of an arm: the canonical config's orchestrator.seed + k.
+
+    Member 0 is the arm as it always ran (with the canonical seed, or the engine's default
+    when the canonical config sets none; k >= 1 then counts from 0, which is the CPU
+    engine's default but not necessarily another engine's).
+    """
+    base = prime_rl.get_path(canonical_config(rd), "orchestrator.seed")
+    return int(base or 0) + seed_index
+
+
+def with_seed(config: dict, seed: int) -> dict:
+    """`config` with [orchestrator] seed = `seed` and nothing else changed (a seed replicate)."""
+    config.setdefault("orchestrator", {})["seed"] = seed
+    return config
 
 
 def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
@@ -96,13 +117,13 @@ def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
 
 
 def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], resume_step: int, num_examples: int,
-                       wandb_name: str, overrides: dict | None = None) -> dict:
+                       wandb_name: str, overrides: dict | None = None, seed_index: int = 0) -> dict:
     hub = rd.read_hub_env()
     return _eval_like_iter0(rd, prime_rl.resume_config(
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
         eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
-        **_knobs(rd, overrides or {}),
+        **_knobs(rd, overrides or {}, seed_index),
     ))
 
 
@@ -137,11 +158,33 @@ def train_arm(
 def train_resumed_arm(rd: RunDir, cfg: RunConfig, arm: ArmDir, *, train_envs: list[dict], resume_step: int,
                       restart: bool, resume: bool, quiet: bool, cap_hours: float | None, wandb_name: str,
                       overrides_file: Path | None, rows: int | None,
-                      num_examples: int | None = None, record_name: str | None = None) -> EvalSummary:
+                      num_examples: int | None = None, record_name: str | None = None,
+                      seed_index: int = 0) -> EvalSummary:
     """An arm resumed from iter_0's final checkpoint (iter_N, Run A, Run C); stages it before launch."""
     n_eval = num_examples or cfg.eval_examples
     config = resumed_arm_config(rd, cfg, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
-                                wandb_name=wandb_name, overrides=teacher_overrides(overrides_file))
+                                wandb_name=wandb_name, overrides=teacher_overrides(overrides_file),
+                                seed_index=seed_index)
     return train_arm(rd, cfg, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
                      rows=rows, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
                      before_launch=lambda: stage(rd, arm, resume_step))
+
+
+def retrain_with_seed(rd: RunDir, cfg: RunConfig, src: ArmDir, dst: ArmDir, *, seed: int, record_name: str,
+                      rows: int | None, resume_step: int, restart: bool = False, resume: bool = False,
+                      quiet: bool = False, cap_hours: float | None = None) -> EvalSummary:
+    """Train `src`'s exact rl.toml again in `dst` with only the training seed (and the W&B run name) changed.
+
+    For the best iteration's seed replicates: same data, same package, same knobs and teacher
+    overrides, same eval examples, from the same iter_0 checkpoint (staged before launch).
+    """
+    config = prime_rl.read_toml(src.rl_toml)
+    with_seed(config, seed)
+    if isinstance(config.get("wandb"), dict):
+        config["wandb"]["name"] = record_name
+    evals = prime_rl.get_path(config, "orchestrator.eval.env") or []
+    n_eval = sum(int(e.get("num_examples", 0)) for e in evals) if evals else 0
+    n_eval = n_eval if n_eval > 0 else cfg.eval_examples
+    return train_arm(rd, cfg, dst, config, record_name=record_name, num_examples=n_eval, rows=rows,
+                     restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
+                     before_launch=lambda: stage(rd, dst, resume_step))

@@ -14,7 +14,20 @@ iteration (same packaging, staging, job runner, sealed aggregation):
   same number of steps on the REAL train env. The equal-compute control:
   without it, "targeted data helped" is indistinguishable from "more steps helped".
 
+Training seeds (`--seeds N`, run.json `seeds`, default 1): Run A, Run C and the
+best iteration are each trained with N training seeds, seed k being the
+canonical config's orchestrator.seed + k. Member 0 is the arm as it always ran
+(for the best iteration: iter_N itself); members k >= 1 are their own arms,
+"<arm>_seed<k>" in metrics.json and in their own dirs (RunDir.arm). The best
+iteration's replicates retrain iter_N's exact rl.toml (data, package, knobs,
+teacher overrides, eval examples) from iter_0's checkpoint with only the seed
+changed. Run B, trained from the base model, stays at one seed: it answers a
+side question (does mixing help from scratch?) and is not in the verdicts that
+need seeds (best vs iter_0, Run A vs Run C).
+
 A failing arm is logged in run.json.phase4_errors; the others proceed.
+Re-running compare attaches to a live job, keeps finished arms (by their
+metrics.json record) and retries the rest.
 """
 
 from __future__ import annotations
@@ -23,13 +36,15 @@ import shutil
 import time
 from typing import Any, Callable
 
-from ..errors import SelfImproveError
+from ..errors import SelfImproveError, UsageError
 from ..gates.report import check_weakness_report
-from ..models import IterRecord, Phase4Error
-from ..rundir import RunDir, atomic_write_json
+from ..models import IterRecord, Metrics, Phase4Error
+from ..rundir import RunDir, atomic_write_json, seed_key, split_seed_key
+from ..stack import prime_rl
 from ..stack.env_package import count_rows, package_name
 from . import iteration_steps as steps
-from .arms import canonical_config, fresh_arm_config, train_arm, train_resumed_arm
+from .arms import (canonical_config, fresh_arm_config, retrain_with_seed, train_arm, train_resumed_arm,
+                   training_seed)
 from ..stack.prime_rl import canonical_train_envs
 
 ARM_LABELS = {
@@ -97,16 +112,38 @@ def _package_best(rd: RunDir, arm_key: str, best_iter: int) -> tuple[str, int]:
     return name, count_rows(dataset)
 
 
-def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, **job: Any) -> IterRecord:
+def _retrain_best(rd: RunDir, best_iter: int, k: int, **job: Any) -> None:
+    """Seed member k >= 1 of the best iteration: iter_N's exact config, seed canonical + k."""
+    src = rd.iter(best_iter)
+    if not steps.package_is_current(src):
+        raise SelfImproveError(f"{src.dir / 'package.json'}: missing or made from another dataset.jsonl; "
+                               f"the best iteration's package cannot be reused for its seed replicates")
+    key = seed_key(src.name, k)
+    record = rd.read_metrics().get(src.name)
+    retrain_with_seed(rd, rd.read_run(), src, rd.arm(key), seed=training_seed(rd, k), record_name=key,
+                      rows=record.rows if record else None, resume_step=steps.iter0_final_step(rd), **job)
+
+
+def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, seed_index: int = 0, **job: Any) -> IterRecord:
+    """Train seed member `seed_index` of `arm_key` ("best", "run_a", "run_b", "run_c"); returns its record."""
+    key = seed_key(f"iter_{best_iter}" if arm_key == "best" else arm_key, seed_index)
+    if arm_key == "best":
+        if seed_index < 1:
+            raise SelfImproveError(f"iter_{best_iter} is the best iteration's own run (seed member 0); nothing to train")
+        _retrain_best(rd, best_iter, seed_index, **job)
+        return rd.read_metrics().get(key)
+    if arm_key == "run_b" and seed_index:
+        raise SelfImproveError("run_b trains from the base model with one seed only")
     cfg = rd.read_run()
-    arm = rd.control(arm_key)
+    arm = rd.control(arm_key, seed_index)
     arm.dir.mkdir(parents=True, exist_ok=True)
     f = steps.iter0_final_step(rd)
     real_envs = canonical_train_envs(canonical_config(rd))
     if arm_key == "run_a":
-        name, rows = _package_best(rd, arm_key, best_iter)
-        train_resumed_arm(rd, cfg, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=arm_key,
-                          overrides_file=None, rows=rows, num_examples=n_eval, record_name=arm_key, **job)
+        name, rows = _package_best(rd, arm_key, best_iter)  # one package, in member 0's dir, for every seed
+        train_resumed_arm(rd, cfg, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=key,
+                          overrides_file=None, rows=rows, num_examples=n_eval, record_name=key,
+                          seed_index=seed_index, **job)
     elif arm_key == "run_b":
         name, rows = _package_best(rd, arm_key, best_iter)
         envs = [*real_envs, {"id": name}]
@@ -115,18 +152,74 @@ def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, **job: Any) -
         config = fresh_arm_config(rd, cfg, train_envs=envs, num_examples=n_eval, wandb_name=arm_key)
         train_arm(rd, cfg, arm, config, record_name=arm_key, num_examples=n_eval, rows=rows, **job)
     elif arm_key == "run_c":
-        train_resumed_arm(rd, cfg, arm, train_envs=real_envs, resume_step=f, wandb_name=arm_key,
-                          overrides_file=None, rows=None, num_examples=n_eval, record_name=arm_key, **job)
+        train_resumed_arm(rd, cfg, arm, train_envs=real_envs, resume_step=f, wandb_name=key,
+                          overrides_file=None, rows=None, num_examples=n_eval, record_name=key,
+                          seed_index=seed_index, **job)
     else:
         raise SelfImproveError(f"unknown arm {arm_key}")
-    return rd.read_metrics().get(arm_key)
+    return rd.read_metrics().get(key)
+
+
+def compare_units(best_iter: int, *, control: bool, seeds: int) -> list[tuple[str, int, str]]:
+    """(arm, seed index, metrics key) in run order: seed 0 of Runs A, B, C first (the single-seed
+    comparison as before), then per further seed the best iteration, Run A and Run C."""
+    units = [("run_a", 0), ("run_b", 0)] + ([("run_c", 0)] if control else [])
+    for k in range(1, seeds):
+        units += [("best", k), ("run_a", k)] + ([("run_c", k)] if control else [])
+    return [(arm, k, seed_key(f"iter_{best_iter}" if arm == "best" else arm, k)) for arm, k in units]
+
+
+def seed_members(metrics: Metrics, arm: str) -> list[IterRecord]:
+    """The finished records of `arm` and of its seed replicates, member 0 first."""
+    found = [(split_seed_key(r.arm)[1], r) for r in metrics.iters if split_seed_key(r.arm)[0] == arm]
+    return [r for _, r in sorted(found, key=lambda kr: kr[0])]
+
+
+def _stamp_seed(rd: RunDir, key: str) -> None:
+    """Record in metrics.json which training seed `key` ran with (read from its rl.toml) and, for a
+    replicate, which arm it repeats. Idempotent, keeps the records' order; repairs a record left
+    unstamped by a kill between its eval and this call."""
+    base, k = split_seed_key(key)
+    toml = rd.arm(key).rl_toml
+    seed = prime_rl.get_path(prime_rl.read_toml(toml), "orchestrator.seed") if toml.is_file() else None
+    fields = {"seed": seed, "replicate_of": base if k else None}
+    metrics = rd.read_metrics()
+    rec = metrics.get(key)
+    if rec is None or all(getattr(rec, f) == v for f, v in fields.items()):
+        return
+    metrics.iters = [r.model_copy(update=fields) if r.arm == key else r for r in metrics.iters]
+    rd.write_metrics(metrics)
+
+
+def _record_seeds(rd: RunDir, seeds: int | None) -> int:
+    """Write --seeds into run.json (when given) and return the run's number of training seeds."""
+    cfg = rd.read_run()
+    if seeds is None:
+        return cfg.seeds
+    if seeds < 1:
+        raise UsageError(f"--seeds {seeds}: must be >= 1 (1 = one training seed per arm)")
+    if cfg.seeds != seeds:
+        cfg.seeds = seeds
+        rd.write_run(cfg)
+    return seeds
+
+
+def record_seeds(rd: RunDir, seeds: int | None) -> None:
+    """`selfimprove run --seeds N`: record N before the loop starts, so a resumed run keeps it."""
+    if seeds is not None:
+        with rd.lock("run --seeds"):
+            _record_seeds(rd, seeds)
 
 
 def compare(
-    rd: RunDir, *, control: bool = True, restart: bool = False, resume: bool = False, quiet: bool = False,
-    cap_hours: float | None = None, on_arm: Callable[[str, str], None] | None = None,
+    rd: RunDir, *, control: bool = True, seeds: int | None = None, restart: bool = False, resume: bool = False,
+    quiet: bool = False, cap_hours: float | None = None, on_arm: Callable[[str, str], None] | None = None,
 ) -> dict:
-    """Pick BEST_ITER and run the control arms; returns {"best": ..., "arms": {...}, "errors": {...}}."""
+    """Pick BEST_ITER and run the control arms with `seeds` training seeds (None: run.json's `seeds`).
+
+    Returns {"best", "n_eval_full_split", "seeds", "arms": {key: record}, "errors": {key: message},
+    "seed_members": {"iter_N"|"run_a"|"run_b"|"run_c": [keys of its finished members]}}.
+    """
     rd.require()
     note = on_arm or (lambda _a, _e: None)
     with rd.lock("compare"):
@@ -139,23 +232,29 @@ def compare(
         best = pick_best(rd.read_metrics().iters)
         if best is None:
             raise SelfImproveError("no iteration >= 1 finished; there is no best dataset to compare (run iterate first)")
+        n_seeds = _record_seeds(rd, seeds)
         best_rec = write_best_iter(rd, best)
         hub = rd.read_hub_env()
         n_eval = hub.eval_size or cfg.eval_examples  # Phase 4 evaluates on the full eval split
-        arms = ["run_a", "run_b"] + (["run_c"] if control else [])
+        _stamp_seed(rd, f"iter_{best.iter}")  # seed member 0 of the best iteration
         done, errors = {}, {}
-        for arm_key in arms:
-            if rd.read_metrics().get(arm_key) is not None:
-                done[arm_key] = rd.read_metrics().get(arm_key).model_dump(mode="json")
-                continue
-            note(arm_key, "start")
-            try:
-                rec = run_arm(rd, arm_key, best.iter, n_eval, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours)
-                done[arm_key] = rec.model_dump(mode="json")
-                _clear_arm_error(rd, arm_key)
-                note(arm_key, "done")
-            except SelfImproveError as e:
-                errors[arm_key] = str(e).splitlines()[0]
-                _log_arm_error(rd, arm_key, str(e).splitlines()[0])
-                note(arm_key, f"failed: {errors[arm_key]}")
-        return {"best": best_rec, "n_eval_full_split": n_eval, "arms": done, "errors": errors}
+        for arm_key, k, key in compare_units(best.iter, control=control, seeds=n_seeds):
+            if rd.read_metrics().get(key) is None:
+                note(key, "start")
+                try:
+                    run_arm(rd, arm_key, best.iter, n_eval, seed_index=k, restart=restart, resume=resume,
+                            quiet=quiet, cap_hours=cap_hours)
+                    _clear_arm_error(rd, key)
+                    note(key, "done")
+                except SelfImproveError as e:
+                    errors[key] = str(e).splitlines()[0]
+                    _log_arm_error(rd, key, errors[key])
+                    note(key, f"failed: {errors[key]}")
+                    continue
+            _stamp_seed(rd, key)
+            done[key] = rd.read_metrics().get(key).model_dump(mode="json")
+        metrics = rd.read_metrics()
+        members = {arm: [r.arm for r in seed_members(metrics, arm)]
+                   for arm in (f"iter_{best.iter}", "run_a", "run_b", "run_c")}
+        return {"best": best_rec, "n_eval_full_split": n_eval, "seeds": n_seeds, "arms": done, "errors": errors,
+                "seed_members": members}

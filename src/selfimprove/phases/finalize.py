@@ -1,11 +1,27 @@
 """Phase 5, `finalize`: close the run and say honestly what it found.
 
 Writes status/end_ts/total_duration_s, the final scratchpad summary, a PNG of
-eval accuracy per arm, optional wandb runs, and returns the table (one row per
-arm with its Wilson interval) plus paired comparisons. Every comparison pairs
-arms on the eval examples they share (exact McNemar for correctness, paired
-bootstrap for mean reward) and says "no detectable difference" when that is
-what the data says.
+eval accuracy per arm, optional wandb runs, and returns the table plus tests.
+
+One table row per arm. An arm trained with several training seeds (compare
+--seeds N: the best iteration, Run A, Run C) shows the mean over its seeds
+± the sample sd, n_seeds, and a 95% t interval of that mean; a one-seed arm
+shows its accuracy with the Wilson interval over eval examples.
+
+Two kinds of test, because two kinds of noise:
+- seed-aware (stats.compare_over_seeds): Welch's t-test on per-seed
+  accuracies between two arms, or a one-sample t-test of an arm's seeds
+  against iter_0 (one fixed checkpoint, the anchor every arm resumes from);
+  accuracies are taken on the eval examples all the runs share. With fewer
+  than 2 seeds on a side it says "seed variance unmeasured".
+- paired per checkpoint (stats.compare_arms): exact McNemar on correctness
+  and a paired bootstrap on reward, for seed 0 of each arm and for Run A vs
+  Run C at every seed. It sees eval-sample noise only.
+
+The recommendation: with several seeds, the arm with the highest mean among
+those that beat iter_0 under the seed-aware test at p < 0.05 (none if no arm
+does); with one seed everywhere, the highest eval_acc among the arms scored on
+the most examples, labelled provisional because seed variance is unmeasured.
 
 A caveat printed with every table: BEST_ITER was chosen as the maximum of many
 iterations on the same eval examples, which inflates its figure (winner's
@@ -17,28 +33,32 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 from datetime import datetime, timezone
+from pathlib import Path
 from typing import Any
 
-from ..models import EvalSummary
-from ..rundir import RunDir
-from ..stats import compare_arms
-from .compare import ARM_LABELS, pick_best
+from ..models import EvalSummary, IterRecord, Metrics
+from ..report.table import comparison_lines, seed_test_lines
+from ..rundir import RunDir, split_seed_key
+from ..stats import ALPHA, UNMEASURED, compare_arms, compare_over_seeds, one_sample_t_test
+from .compare import ARM_LABELS, pick_best, seed_members
 
 SELECTION_CAVEAT = (
     "BEST_ITER is the maximum over {k} iteration(s) scored on the same {n} eval examples, so its own figure is "
     "optimistic; the Phase 4 arms (full eval split, run after the choice) are the honest figures, and "
     "run_a vs run_c is the equal-compute test of the targeted data."
 )
+UNMEASURED_CAVEAT = (
+    "seed variance unmeasured: every arm was trained with one training seed, and retraining with another seed "
+    "moves eval accuracy by amounts no test here can see, so the recommendation is provisional "
+    "(`selfimprove compare --seeds 3` measures it)."
+)
+CONTROLS = ("run_a", "run_b", "run_c")
 
 
-def _summary(rd: RunDir, arm: str) -> EvalSummary | None:
-    if arm.startswith("iter_"):
-        path_arm = rd.iter(int(arm.split("_")[1]))
-    else:
-        path_arm = rd.control(arm)
-    return rd.read_eval_summary(path_arm) if path_arm.eval_summary.is_file() else None
+def _summary(rd: RunDir, key: str) -> EvalSummary | None:
+    arm = rd.arm(key)
+    return rd.read_eval_summary(arm) if arm.eval_summary.is_file() else None
 
 
 def _relative(path: str | None, rd: RunDir) -> str | None:
@@ -51,54 +71,134 @@ def _relative(path: str | None, rd: RunDir) -> str | None:
         return path
 
 
+def _groups(metrics: Metrics) -> list[tuple[str, list[IterRecord]]]:
+    """(arm, its finished seed members) in table order: iterations by index, then Runs A, B, C."""
+    iters = sorted((r for r in metrics.iters if r.iter is not None), key=lambda r: r.iter)
+    keys = [r.arm for r in iters] + list(CONTROLS)
+    return [(key, members) for key in keys if (members := seed_members(metrics, key))]
+
+
+def _row(rd: RunDir, arm: str, members: list[IterRecord], best_arm: str | None) -> dict[str, Any]:
+    first = members[0]
+    accs = [m.eval_acc for m in members]
+    spread = one_sample_t_test(accs, 0.0)  # its mean, sd and 95% t interval of the mean (delta vs 0)
+    if len(members) == 1:
+        ci, ci_kind = list(first.acc_ci95), "Wilson 95% CI over eval examples"
+    else:
+        lo, hi = spread.ci95 or (spread.mean_a, spread.mean_a)  # all seeds equal: no spread to show
+        ci, ci_kind = [max(0.0, lo), min(1.0, hi)], f"95% t interval of the mean over {len(members)} seeds"
+    label = ARM_LABELS.get(arm, arm + (" (real)" if arm == "iter_0" else ""))
+    if arm == "run_b":
+        data = f"real+{first.rows}" if first.rows else "real"
+    else:
+        data = str(first.rows) if first.rows else "real"
+    return {
+        "arm": arm, "label": label, "rows": data, "eval_acc": spread.mean_a, "eval_acc_sd": spread.sd_a,
+        "n_seeds": len(members), "seeds": [m.seed for m in members], "acc_ci95": ci, "ci_kind": ci_kind,
+        "n_eval": first.n_eval, "eval_reward_mean": sum(m.eval_reward_mean for m in members) / len(members),
+        "checkpoint": first.checkpoint, "checkpoint_rel": _relative(first.checkpoint, rd),
+        "final_step": first.final_step, "best": arm == best_arm, "eval_split": first.eval_split,
+        "members": [{"arm": m.arm, "seed": m.seed, "eval_acc": m.eval_acc, "acc_ci95": list(m.acc_ci95),
+                     "n_eval": m.n_eval, "checkpoint": m.checkpoint, "checkpoint_rel": _relative(m.checkpoint, rd)}
+                    for m in members],
+    }
+
+
+def _paired_tests(rd: RunDir, best_arm: str | None, groups: dict[str, list[IterRecord]]) -> list[dict]:
+    """McNemar + bootstrap per checkpoint pair: seed 0 of each arm, and Run A vs Run C at every seed."""
+    pairs = [(best_arm, "iter_0"), (best_arm, "run_c"), ("run_a", "run_c"), ("run_a", best_arm), ("run_b", "run_c")]
+    run_c_by_seed = {split_seed_key(m.arm)[1]: m.arm for m in groups.get("run_c", [])}
+    pairs += [(m.arm, run_c_by_seed[k]) for m in groups.get("run_a", [])
+              if (k := split_seed_key(m.arm)[1]) >= 1 and k in run_c_by_seed]
+    out = []
+    for a, b in pairs:
+        if a and b and (sa := _summary(rd, a)) and (sb := _summary(rd, b)):
+            out.append(compare_arms(sa, sb))
+    return out
+
+
+def _seed_tests(rd: RunDir, best_arm: str | None, groups: dict[str, list[IterRecord]]) -> list[dict]:
+    """Seed-aware tests: the headline pairs, then each arm against iter_0 (which the recommendation reads)."""
+    pairs = [(best_arm, "iter_0"), (best_arm, "run_c"), ("run_a", "run_c"), ("run_a", best_arm), ("run_b", "run_c"),
+             ("run_a", "iter_0"), ("run_c", "iter_0"), ("run_b", "iter_0")]
+    out, seen = [], set()
+    for a, b in pairs:
+        if not a or not b or (a, b) in seen or a not in groups or b not in groups:
+            continue
+        seen.add((a, b))
+        sa = [s for m in groups[a] if (s := _summary(rd, m.arm))]
+        sb = [s for m in groups[b][:1 if b == "iter_0" else None] if (s := _summary(rd, m.arm))]
+        if sa and sb:
+            out.append(compare_over_seeds(sa, sb, b_fixed=b == "iter_0", a_name=a, b_name=b))
+    return out
+
+
+def _recommend(rows: list[dict], seed_tests: list[dict]) -> dict[str, Any] | None:
+    """Which model to use, and how sure: "significant", "none" (seeds measured, nothing beats iter_0)
+    or "provisional" (one seed everywhere)."""
+    if not rows:
+        return None
+    by_arm = {r["arm"]: r for r in rows}
+    if not any(r["n_seeds"] >= 2 for r in rows):
+        widest = max(r["n_eval"] for r in rows)  # like with like: the arms scored on the most examples
+        top = max((r for r in rows if r["n_eval"] == widest), key=lambda r: (r["eval_acc"], r["eval_reward_mean"]))
+        return {"arm": top["arm"], "status": "provisional", "checkpoint": top["checkpoint"], "test": None,
+                "text": f"{top['label']}: eval_acc {top['eval_acc']:.3f} on n={top['n_eval']} {top['eval_split']} "
+                        f"examples, one training seed: provisional, {UNMEASURED}"}
+    wins = [t for t in seed_tests if t["b"] == "iter_0" and t["verdict"] == "improved"]
+    if not wins:
+        return {"arm": None, "status": "none", "checkpoint": None, "test": None,
+                "text": f"no model recommended over iter_0: no arm beats it under the seed-aware t-test at "
+                        f"p < {ALPHA} (see the seed-aware tests above); iter_0 stays the reference"}
+    t = max(wins, key=lambda t: t["mean_a"])
+    row = by_arm[t["a"]]
+    top = max(row["members"], key=lambda m: m["eval_acc"])  # the checkpoint to load: its best seed
+    return {"arm": t["a"], "status": "significant", "checkpoint": top["checkpoint"], "test": t,
+            "text": f"{row['label']}: {t['mean_a']:.3f} ± {t['sd_a']:.3f} over {t['n_a']} seeds vs iter_0 "
+                    f"{t['mean_b']:.3f} on {t['n_examples']} shared {row['eval_split']} examples; one-sample "
+                    f"t-test t={t['t']:.2f}, df={t['df']:.0f}, p={t['p']:.3g} < {ALPHA}; checkpoint: its best "
+                    f"seed ({top['arm']}, {top['eval_acc']:.3f})"}
+
+
 def build_table(rd: RunDir) -> dict[str, Any]:
     metrics = rd.read_metrics()
     best = pick_best(metrics.iters)
     best_arm = f"iter_{best.iter}" if best else None
-    order = sorted((r for r in metrics.iters if r.iter is not None), key=lambda r: r.iter)
-    order += [r for key in ("run_a", "run_b", "run_c") if (r := metrics.get(key))]
-    rows = []
-    for r in order:
-        label = ARM_LABELS.get(r.arm, r.arm + (" (real)" if r.arm == "iter_0" else ""))
-        if r.arm == "run_b":
-            data = f"real+{r.rows}" if r.rows else "real"
-        else:
-            data = str(r.rows) if r.rows else "real"
-        rows.append({
-            "arm": r.arm, "label": label, "rows": data, "eval_acc": r.eval_acc, "acc_ci95": list(r.acc_ci95),
-            "n_eval": r.n_eval, "eval_reward_mean": r.eval_reward_mean, "checkpoint": r.checkpoint,
-            "final_step": r.final_step, "best": r.arm == best_arm, "eval_split": r.eval_split,
-            "checkpoint_rel": _relative(r.checkpoint, rd),
-        })
-    pairs = [(best_arm, "iter_0"), (best_arm, "run_c"), ("run_a", "run_c"), ("run_a", best_arm), ("run_b", "run_c")]
-    comparisons = []
-    for a, b in pairs:
-        if not a or not b:
-            continue
-        sa, sb = _summary(rd, a), _summary(rd, b)
-        if sa and sb:
-            comparisons.append(compare_arms(sa, sb))
-    # The recommendation compares like with like: among the arms scored on the
-    # most eval examples (the full split after Phase 4), the highest eval_acc.
-    recommended = None
-    if rows:
-        widest = max(r["n_eval"] for r in rows)
-        recommended = max((r for r in rows if r["n_eval"] == widest), key=lambda r: (r["eval_acc"], r["eval_reward_mean"]))["arm"]
+    ordered = _groups(metrics)
+    groups = dict(ordered)
+    rows = [_row(rd, arm, members, best_arm) for arm, members in ordered]
+    seed_tests = _seed_tests(rd, best_arm, groups)
+    recommendation = _recommend(rows, seed_tests)
     n_iters = len([r for r in metrics.iters if r.iter and r.iter >= 1])
     caveat = SELECTION_CAVEAT.format(k=n_iters, n=best.n_eval if best else 0) if best else None
-    return {"rows": rows, "best": best_arm, "recommended": recommended, "comparisons": comparisons, "caveat": caveat}
+    measured = any(r["n_seeds"] >= 2 for r in rows)
+    return {"rows": rows, "best": best_arm, "recommended": recommendation["arm"] if recommendation else None,
+            "recommendation": recommendation, "seeds_measured": measured, "seed_tests": seed_tests,
+            "comparisons": _paired_tests(rd, best_arm, groups), "caveat": caveat,
+            "seed_caveat": None if measured else UNMEASURED_CAVEAT}
 
 
 def _final_scratchpad(rd: RunDir, table: dict) -> str:
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    lines = [f"## Final summary — {ts}", "", "| arm | rows | eval_acc | 95% CI | n | checkpoint (in the run dir) |", "|---|---|---|---|---|---|"]
+    lines = [f"## Final summary — {ts}", "",
+             "| arm | rows | eval_acc (mean ± sd over seeds) | seeds | 95% CI | n eval examples (split) | checkpoint (in the run dir) |",
+             "|---|---|---|---|---|---|---|"]
     for r in table["rows"]:
         mark = " **<- best**" if r["best"] else ""
-        lines.append(f"| {r['label']}{mark} | {r['rows']} | {r['eval_acc']:.3f} | [{r['acc_ci95'][0]:.3f}, {r['acc_ci95'][1]:.3f}] | {r['n_eval']} | `{r['checkpoint_rel']}` |")
-    lines.append("")
-    for c in table["comparisons"]:
-        p = c.get("mcnemar_p")
-        lines.append(f"- {c['a']} vs {c['b']}: " + (f"delta {c['delta']:+.3f} on {c['n_paired']} paired examples, McNemar p={p:.3g} -> {c['verdict']}" if p is not None else "no shared examples"))
+        sd = f" ± {r['eval_acc_sd']:.3f}" if r["eval_acc_sd"] is not None else ""
+        lines.append(f"| {r['label']}{mark} | {r['rows']} | {r['eval_acc']:.3f}{sd} | {r['n_seeds']} | "
+                     f"[{r['acc_ci95'][0]:.3f}, {r['acc_ci95'][1]:.3f}] | {r['n_eval']} ({r['eval_split']}) | "
+                     f"`{r['checkpoint_rel']}` |")
+    lines += ["", "Seed-aware tests (Welch t-test between arms, one-sample t-test against iter_0, two-sided, on "
+              "per-seed accuracies over the eval examples all runs share):"]
+    lines += [f"- {line}" for line in seed_test_lines(table["seed_tests"])]
+    lines += ["", "Paired tests per checkpoint (exact McNemar; eval-sample noise only):"]
+    lines += [f"- {line}" for line in comparison_lines(table["comparisons"])]
+    rec = table["recommendation"]
+    if rec:
+        lines.append(f"\nRecommendation ({rec['status']}): {rec['text']}")
+    if table["seed_caveat"]:
+        lines.append(f"\nCaveat: {table['seed_caveat']}")
     if table["best"]:
         it = int(table["best"].split("_")[1])
         report = rd.iter(it).dir / "weakness_report.md"
@@ -137,6 +237,6 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
             notes.append(log_arms_to_wandb(cfg.wandb_project, cfg.dataset, table["rows"],
                                            json.loads(cfg.model_dump_json()), table["rows"]))
         return {"run_dir": str(rd.root), "status": cfg.status, "reason": cfg.reason, "end_ts": cfg.end_ts,
-                "total_duration_s": cfg.total_duration_s, **table,
+                "total_duration_s": cfg.total_duration_s, "seeds": cfg.seeds, **table,
                 "plot": str(rd.plot_png) if rd.plot_png.exists() else None, "notes": notes,
                 "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors]}

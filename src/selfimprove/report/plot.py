@@ -1,8 +1,12 @@
-"""The eval-accuracy plot: one point per arm with its Wilson 95% interval.
+"""The eval-accuracy plot: one point per arm with its 95% interval.
 
 Iterations (iter_0, iter_1, ...) run left to right; controls (run_a, run_b,
 run_c) sit apart on the right in another colour, so nobody reads them as
 iteration N+1. A dashed line marks iter_0, the reference every arm beats or not.
+An arm trained with several training seeds is drawn as its mean over seeds
+with the t interval of that mean, and each seed as a small grey dot; a
+one-seed arm as its accuracy with the Wilson interval. The axis labels say
+what was measured: eval examples per arm, split, training seeds per arm.
 
 matplotlib is an optional extra (`pip install selfimprove[plots]`), imported
 inside the function. We draw on a bare Figure with the Agg canvas instead of
@@ -40,6 +44,10 @@ def _ci(arm: dict) -> tuple[float, float]:
     return wilson_interval(min(arm["eval_acc"] * n, n), n)
 
 
+def _n_seeds(arm: dict) -> int:
+    return int(arm.get("n_seeds") or len(arm.get("members") or []) or 1)
+
+
 def _order(arms: list[dict]) -> tuple[list[dict], list[dict]]:
     """(iterations by index, controls in run_a/run_b/run_c order then by name)."""
     iters = sorted((a for a in arms if _iter_index(a) is not None), key=_iter_index)
@@ -53,7 +61,8 @@ def plot_eval_acc(arms: list[dict], path: Path, title: str) -> Path:
     """Write a PNG of eval accuracy per arm to `path` (atomically) and return `path`.
 
     `arms` are IterRecord.model_dump() dicts (arm, eval_acc, acc_ci95, n_eval,
-    eval_split; iter optional) plus an optional "best": True on the chosen arm.
+    eval_split; iter optional) or finalize's table rows, which add n_seeds and
+    members (one dict with eval_acc per seed); an optional "best": True marks the chosen arm.
     """
     try:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -85,6 +94,9 @@ def plot_eval_acc(arms: list[dict], path: Path, title: str) -> Path:
                     markeredgecolor="black" if best else color, zorder=3)
         ax.annotate(f"{acc:.3f}" + ("  best" if best else ""), (x, hi), textcoords="offset points",
                     xytext=(0, 5), ha="center", fontsize=8, fontweight="bold" if best else "normal")
+        seeds = [float(m["eval_acc"]) for m in arm.get("members") or []]
+        if len(seeds) > 1:  # each seed beside the mean, so the spread is seen, not only summarised
+            ax.plot([x + 0.18] * len(seeds), seeds, ".", color="grey", markersize=5, zorder=2)
     handles, labels = [], []
     if iters and iters[0]["arm"] == "iter_0":
         handles.append(ax.axhline(float(iters[0]["eval_acc"]), color="grey", linestyle="--", linewidth=0.8,
@@ -92,16 +104,21 @@ def plot_eval_acc(arms: list[dict], path: Path, title: str) -> Path:
         labels.append("iter_0 (reference)")
     if iters and controls:
         ax.axvline(len(iters), color="lightgrey", linestyle=":", linewidth=1)
-    ticks = [a["arm"] if same_eval else f"{a['arm']}\nn={a.get('n_eval')} {a.get('eval_split', 'eval')}"
-             for a in ordered]
+    ticks = [(a["arm"] if same_eval else f"{a['arm']}\nn={a.get('n_eval')} {a.get('eval_split', 'eval')}")
+             + (f"\n{_n_seeds(a)} seeds" if _n_seeds(a) > 1 else "") for a in ordered]
     ax.set_xticks(xs, ticks)
     ax.set_xlim(-0.7, xs[-1] + 0.7)
     top = max(_ci(a)[1] for a in ordered)
     bottom = min(_ci(a)[0] for a in ordered)
     ax.set_ylim(max(0.0, bottom - 0.05), min(1.0, top + 0.08) if top < 0.92 else 1.05)
-    ax.set_ylabel("eval accuracy (Wilson 95% CI)")
+    several = any(_n_seeds(a) > 1 for a in ordered)
+    ax.set_ylabel("eval accuracy (95% CI)")
     n, split = next(iter(sizes))
-    ax.set_xlabel(f"n_eval={n} per arm, split={split}" if same_eval else "n_eval and split differ per arm")
+    measured = f"n_eval={n} per arm, split={split}" if same_eval else "n_eval and split differ per arm"
+    seeds_text = ("training seeds under each name, 1 where none (grey dots: each seed)\n"
+                  "CI: Wilson over examples (1 seed), t interval of the mean (several seeds)" if several
+                  else "1 training seed per arm: seed variance unmeasured\nCI: Wilson over eval examples")
+    ax.set_xlabel(f"{measured}; {seeds_text}", fontsize=8)
     ax.grid(axis="y", alpha=0.3)
     for group, color, label in [(iters, ITER_COLOR, "iterations"), (controls, CONTROL_COLOR, "controls")]:
         if group:

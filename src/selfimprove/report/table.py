@@ -1,4 +1,5 @@
-"""The summary table of a run, as the terminal shows it (finalize, run, status)."""
+"""The summary table of a run, as the terminal shows it (finalize, run, status), and the
+one-line renderings of its tests that the scratchpad summary reuses."""
 
 from __future__ import annotations
 
@@ -7,32 +8,108 @@ from rich.table import Table
 from rich.text import Text
 
 
+def _side(mean: float, sd: float | None, n: int, fixed: bool) -> str:
+    if fixed:
+        return f"{mean:.3f} (fixed checkpoint)"
+    if sd is None:
+        return f"{mean:.3f} (1 seed)"
+    return f"{mean:.3f} ± {sd:.3f} ({n} seeds)"
+
+
+def seed_test_lines(tests: list[dict]) -> list[str]:
+    """One line per seed-aware test: both sides as mean ± sd (n seeds), n examples, delta, CI, t, df, p, verdict."""
+    lines = []
+    for c in tests:
+        head = f"{c['a']} vs {c['b']}"
+        if c.get("test") is None:
+            lines.append(f"{head}: {c.get('note') or 'no test'}")
+            continue
+        sides = (f"{_side(c['mean_a'], c['sd_a'], c['n_a'], False)} vs "
+                 f"{_side(c['mean_b'], c['sd_b'], c['n_b'], c['test'] == 'one-sample')} "
+                 f"on {c['n_examples']} shared eval examples, delta {c['delta']:+.3f}")
+        if c["p"] is None:  # one seed on a side (verdict UNMEASURED), or all seeds scored alike (untested)
+            tail = "" if c["verdict"] == c["note"] else f" -> {c['verdict']}"
+            lines.append(f"{head}: {sides}: {c['note']}, no seed-aware test{tail}")
+            continue
+        lo, hi = c["ci95"]
+        name = "Welch t-test" if c["test"] == "welch" else "one-sample t-test"
+        lines.append(f"{head}: {sides} [95% CI {lo:+.3f}, {hi:+.3f}], {name} t={c['t']:.2f}, df={c['df']:.1f}, "
+                     f"p={c['p']:.3g} -> {c['verdict']}")
+    return lines
+
+
+def comparison_lines(comparisons: list[dict]) -> list[str]:
+    """One line per paired McNemar + bootstrap comparison of two checkpoints."""
+    lines = []
+    for c in comparisons:
+        if c.get("mcnemar_p") is None:
+            lines.append(f"{c['a']} vs {c['b']}: no shared eval examples")
+            continue
+        lo, hi = c["reward_diff_ci95"]
+        lines.append(
+            f"{c['a']} vs {c['b']}: acc {c['acc_a']:.3f} vs {c['acc_b']:.3f} (delta {c['delta']:+.3f}, "
+            f"n={c['n_paired']}, discordant {c['b_only_a']}/{c['c_only_b']}, p={c['mcnemar_p']:.3g}) "
+            f"reward diff {c['reward_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] -> {c['verdict']}"
+        )
+    return lines
+
+
+def recommendation_line(table: dict) -> str | None:
+    """The closing line: which model to use, how sure, and where its checkpoint is."""
+    rec = table.get("recommendation")
+    if not rec:
+        return None
+    if rec["status"] == "none":
+        return rec["text"]
+    return f"recommended model ({rec['status']}): {rec['text']} -> {rec['checkpoint']}"
+
+
+def _measured_on(rows: list[dict]) -> str:
+    """What the figures were measured on: split(s), eval example counts, training seeds."""
+    splits = sorted({r["eval_split"] for r in rows})
+    sizes = sorted({r["n_eval"] for r in rows})
+    seeds = sorted({r["n_seeds"] for r in rows})
+    n = f"n_eval={sizes[0]} per arm" if len(sizes) == 1 else f"n_eval {'/'.join(map(str, sizes))} (see column)"
+    s = "1 training seed per arm" if seeds == [1] else f"{'/'.join(map(str, seeds))} training seeds per arm (see column)"
+    return f"split {'/'.join(splits)}, {n}, {s}"
+
+
 def summary_renderable(table: dict) -> Group:
-    """One row per arm (rows, eval_acc with Wilson 95% CI, n, checkpoint), best marked, then paired tests."""
-    t = Table(title="eval accuracy on the real environment", title_justify="left")
+    """One row per arm (rows, eval_acc mean ± sd over seeds, seeds, 95% CI, n, checkpoint), best
+    marked; then the seed-aware tests, the paired tests per checkpoint, caveats, the recommendation."""
+    rows = table["rows"]
+    title = "eval accuracy on the real environment" + (f" ({_measured_on(rows)})" if rows else "")
+    t = Table(title=title, title_justify="left")
     for col, kw in (("run", {}), ("rows", {"justify": "right"}), ("eval_acc", {"justify": "right"}),
-                    ("95% CI", {}), ("n_eval", {"justify": "right"}), ("ckpt (in run dir)", {"overflow": "fold"})):
+                    ("± sd", {"justify": "right"}), ("seeds", {"justify": "right"}), ("95% CI", {}),
+                    ("n_eval", {"justify": "right"}), ("ckpt (in run dir)", {"overflow": "fold"})):
         t.add_column(col, **kw)
-    for r in table["rows"]:
+    for r in rows:
         lo, hi = r["acc_ci95"]
         label = r["label"] + ("  <- BEST_ITER" if r["best"] else "")
         style = "bold green" if r["best"] else None
-        t.add_row(label, r["rows"], f"{r['eval_acc']:.3f}", f"[{lo:.3f}, {hi:.3f}]", str(r["n_eval"]),
-                  str(r.get("checkpoint_rel") or r["checkpoint"] or ""), style=style)
+        sd = f"{r['eval_acc_sd']:.3f}" if r.get("eval_acc_sd") is not None else "-"
+        ckpt = str(r.get("checkpoint_rel") or r["checkpoint"] or "")
+        if r.get("n_seeds", 1) > 1:
+            ckpt += f" (seed 0 of {r['n_seeds']})"
+        t.add_row(label, r["rows"], f"{r['eval_acc']:.3f}", sd, str(r.get("n_seeds", 1)), f"[{lo:.3f}, {hi:.3f}]",
+                  str(r["n_eval"]), ckpt, style=style)
     parts: list = [t]
-    if table.get("comparisons"):
-        lines = ["paired comparisons (same eval examples; exact McNemar on correctness, bootstrap CI on reward):"]
-        for c in table["comparisons"]:
-            if c.get("mcnemar_p") is None:
-                lines.append(f"  {c['a']} vs {c['b']}: no shared eval examples")
-                continue
-            lo, hi = c["reward_diff_ci95"]
-            lines.append(
-                f"  {c['a']} vs {c['b']}: acc {c['acc_a']:.3f} vs {c['acc_b']:.3f} (delta {c['delta']:+.3f}, "
-                f"n={c['n_paired']}, discordant {c['b_only_a']}/{c['c_only_b']}, p={c['mcnemar_p']:.3g}) "
-                f"reward diff {c['reward_diff']:+.3f} [{lo:+.3f}, {hi:+.3f}] -> {c['verdict']}"
-            )
+    if rows:
+        parts.append(Text("95% CI: Wilson over eval examples for a one-seed arm; t interval of the mean over seeds "
+                          "for an arm with several seeds.", style="dim"))
+    if table.get("seed_tests"):
+        lines = ["seed-aware tests (per-seed eval accuracy on the examples all runs share; two-sided Welch t-test "
+                 "between arms, one-sample t-test against iter_0; verdicts at p < 0.05):"]
+        lines += [f"  {line}" for line in seed_test_lines(table["seed_tests"])]
         parts.append(Text("\n".join(lines)))
+    if table.get("comparisons"):
+        lines = ["paired comparisons per checkpoint (same eval examples; exact McNemar on correctness, bootstrap CI "
+                 "on reward; eval-sample noise only):"]
+        lines += [f"  {line}" for line in comparison_lines(table["comparisons"])]
+        parts.append(Text("\n".join(lines)))
+    if table.get("seed_caveat"):
+        parts.append(Text("note: " + table["seed_caveat"], style="dim"))
     if table.get("caveat"):
         parts.append(Text("note: " + table["caveat"], style="dim"))
     return Group(*parts)
