@@ -9,7 +9,7 @@ import typer
 
 from ..errors import UsageError
 from ..phases.run import run
-from ..report.table import summary_renderable
+from ..report.table import recommendation_line, summary_renderable
 from ..teacher import load_teacher
 from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
@@ -23,6 +23,7 @@ def command(
     teacher: Annotated[str, typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher).")] = "examples/arith_teacher.py:ArithTeacher",
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", envvar="SELFIMPROVE_RUN_DIR", help="Resume this run dir instead of bootstrapping a new one.")] = None,
     control: Annotated[bool, typer.Option("--control/--no-control", help="Phase 4 Run C, the equal-compute control.")] = True,
+    seeds: Annotated[Optional[int], typer.Option(min=1, help="Phase 4 training seeds for Run A, Run C and the best iteration (see `selfimprove compare --help`); recorded in run.json. Default: run.json's value, 1 for a new run.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Run the whole loop unattended: bootstrap, introspect, baseline, iterate, compare, finalize.
@@ -52,13 +53,12 @@ def command(
         opts = options_from_params(bctx.params)
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
-    result = run(opts, run_dir, write, control=control, quiet=json_)
+    result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_)
     if json_:
         print_json(result)
         return
     out.print(summary_renderable(result))
     timings = ", ".join(f"{k} {v:.0f}s" for k, v in result["timings_s"].items())
     out.print(f"run dir: {result['run_dir']} | status {result['status']} ({result['reason']}) | {timings}", markup=False)
-    if result.get("recommended"):
-        rec = next(r for r in result["rows"] if r["arm"] == result["recommended"])
-        out.print(f"recommended model: {rec['label']} -> {rec['checkpoint']}", markup=False)
+    if line := recommendation_line(result):
+        out.print(line, markup=False)

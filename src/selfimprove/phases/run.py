@@ -24,7 +24,7 @@ from ..teacher import TeacherContext, make_context
 from ..ui import console, fmt_duration, phase_line
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
-from .compare import compare, pick_best
+from .compare import compare, pick_best, record_seeds
 from .finalize import finalize
 from .introspect import introspect
 from .iterate import current_iteration, iterate
@@ -56,10 +56,13 @@ def _timed(rd: RunDir, name: str, fn: Callable[[], Any], timings: dict[str, floa
 
 
 def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
-             quiet: bool = False) -> dict[str, Any]:
-    """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings."""
+             seeds: int | None = None, quiet: bool = False) -> dict[str, Any]:
+    """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings.
+
+    `seeds` (Phase 4 training seeds) is written to run.json first, so a resumed run keeps it."""
     timings: dict[str, float] = {}
     rd.require()
+    record_seeds(rd, seeds)
     if not rd.hub_env_json.is_file():
         _timed(rd, "introspect", lambda: introspect(rd), timings)
     if rd.read_run().status == "aborted":
@@ -91,7 +94,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
         if result.kind == "ended":
             break
     if pick_best(rd.read_metrics().iters) is not None:
-        _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet), timings)
+        _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet), timings)  # seeds: from run.json
     elif not quiet:  # e.g. the budget ran out during iter_0: nothing to compare, still summarise
         console.print("compare skipped: no iteration >= 1 finished before Phase 3 ended")
     out = _timed(rd, "finalize", lambda: finalize(rd), timings)
@@ -101,7 +104,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
 
 
 def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[TeacherContext], None],
-        *, control: bool = True, quiet: bool = False) -> dict[str, Any]:
+        *, control: bool = True, seeds: int | None = None, quiet: bool = False) -> dict[str, Any]:
     """Bootstrap (unless resuming an existing run dir), then drive the run to its end."""
     if run_dir is None:
         if opts is None:
@@ -111,4 +114,4 @@ def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[
             console.print(f"run dir: {rd.root}")
     else:
         rd = RunDir(run_dir).require()
-    return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, quiet=quiet)}
+    return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, seeds=seeds, quiet=quiet)}
