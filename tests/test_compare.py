@@ -4,6 +4,10 @@ arm, finalize on every way a run can end, and the sealed-eval canary."""
 from __future__ import annotations
 
 import json
+import re
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -111,6 +115,55 @@ def test_failing_arm_is_logged_and_the_others_proceed(run: RunDir, monkeypatch: 
     assert set(result["arms"]) == {"run_a", "run_b", "run_c"} and run.read_run().phase4_errors == []
 
 
+def test_two_seeds_compare_killed_between_replicates_resumes(run: RunDir, monkeypatch: pytest.MonkeyPatch,
+                                                              tmp_path) -> None:
+    """compare --seeds 2, killed while the first seed replicate trains: re-running (seeds now read from
+    run.json) attaches to that job, launches every arm exactly once, stamps seed and replicate_of,
+    retrains the best iteration's exact config with only the seed changed; finalize shows 2 seeds."""
+    finish_phase3(run)
+    launches = tmp_path / "launches.log"
+    monkeypatch.setenv("FAKE_RL_LAUNCH_LOG", str(launches))
+    monkeypatch.setenv("FAKE_RL_STEP_S", "0.3")  # 4 steps: a job lives ~1.2 s, time to kill the CLI mid-job
+    cli = subprocess.Popen([sys.executable, "-m", "selfimprove", "compare", "--run-dir", str(run.root),
+                            "--seeds", "2", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + 120
+    while "iter_1_seed1/prime_out" not in (launches.read_text() if launches.exists() else ""):
+        assert cli.poll() is None, cli.stderr.read().decode()[-2000:]
+        assert time.time() < deadline, "the first seed replicate never launched"
+        time.sleep(0.02)
+    cli.kill()  # between seed replicates: seed 0 of every arm done, iter_1_seed1's job detached and running
+    cli.wait()
+    assert run.read_run().seeds == 2 and run.read_metrics().get("run_a_seed1") is None
+
+    result = compare(run, quiet=True)
+    keys = {"run_a", "run_b", "run_c", "iter_1_seed1", "run_a_seed1", "run_c_seed1"}
+    assert result["errors"] == {} and result["seeds"] == 2 and set(result["arms"]) == keys
+    assert result["seed_members"] == {"iter_1": ["iter_1", "iter_1_seed1"], "run_a": ["run_a", "run_a_seed1"],
+                                      "run_b": ["run_b"], "run_c": ["run_c", "run_c_seed1"]}
+    out_dirs = [re.search(r"--output-dir (\S+)", line).group(1) for line in launches.read_text().splitlines()]
+    assert len(out_dirs) == len(set(out_dirs)) == 6  # attached to the killed CLI's job, never a second launch
+    metrics = run.read_metrics()
+    stamps = {r.arm: (r.seed, r.replicate_of) for r in metrics.iters}
+    assert stamps["iter_1"] == stamps["run_a"] == stamps["run_c"] == stamps["run_b"] == (0, None)  # canonical seed 0
+    assert stamps["iter_1_seed1"] == (1, "iter_1") and stamps["run_a_seed1"] == (1, "run_a")
+    assert run.arm("run_c_seed1").dir.name == "run_c_real_from_iter0_seed1"
+    assert pick_best(metrics.iters).arm == "iter_1"  # replicates never compete for BEST_ITER
+    best, replicate = prime_rl.read_toml(run.iter(1).rl_toml), prime_rl.read_toml(run.arm("iter_1_seed1").rl_toml)
+    best["orchestrator"]["seed"] = 1
+    assert replicate == best
+    run_c, run_c1 = prime_rl.read_toml(run.control("run_c").rl_toml), prime_rl.read_toml(run.control("run_c", 1).rl_toml)
+    assert run_c1["orchestrator"].pop("seed") == 1 and run_c["orchestrator"].pop("seed") == 0
+    run_c["wandb"] = run_c1["wandb"] = None
+    assert run_c == run_c1
+    again = compare(run, quiet=True)  # everything finished: nothing relaunched
+    assert again["arms"] == result["arms"] and len(launches.read_text().splitlines()) == 6
+
+    out = finalize(run, plot=False)
+    seeds = {r["arm"]: r["n_seeds"] for r in out["rows"]}
+    assert seeds == {"iter_0": 1, "iter_1": 2, "run_a": 2, "run_b": 1, "run_c": 2}
+    assert {(t["a"], t["b"]) for t in out["seed_tests"]} >= {("iter_1", "iter_0"), ("run_a", "run_c")}
+
+
 def test_compare_refuses_while_phase3_runs(run: RunDir) -> None:
     with pytest.raises(SelfImproveError, match="still 'running'"):
         compare(run, quiet=True)
@@ -119,6 +172,7 @@ def test_compare_refuses_while_phase3_runs(run: RunDir) -> None:
 def test_finalize_after_budget_exhausted(run: RunDir) -> None:
     cfg = run.read_run()
     cfg.budget_seconds, cfg.start_ts = 1, cfg.start_ts - 5
+    cfg.phase3_start_ts = cfg.start_ts  # the --budget clock: Phase 3 "began" 5 s ago
     run.write_run(cfg)
     assert iterate(run, quiet=True).kind == "ended"
     out = finalize(run)
