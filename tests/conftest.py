@@ -1,9 +1,19 @@
 """Shared fixtures: a fresh runs dir per test and a CLI runner that returns
-(exit code, stdout, stderr)."""
+(exit code, stdout, stderr).
+
+Every test uses the built-in student that ships with the package
+(src/selfimprove/rl/students/tiny-arith/); none builds one. If the shipped
+student is stale (the warm-up recipe changed without `selfimprove student build`),
+resolve_model fails at once with that message instead of running a 5-minute
+warm-up inside some test, and a student in the user's cache never stands in for
+it. The environment is set here, at import, so engine subprocesses inherit it.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +22,9 @@ from typer.testing import CliRunner
 from selfimprove.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
+
+os.environ["SELFIMPROVE_NO_STUDENT_BUILD"] = "1"
+os.environ["SELFIMPROVE_CACHE"] = os.path.join(tempfile.gettempdir(), f"selfimprove-test-cache-{os.getpid()}")  # never created
 
 
 @pytest.fixture

@@ -125,6 +125,11 @@ def build_and_save(out: Path, *, profile: bool = True, log: Callable[[str], None
             log(f"measuring the per-kind profile ({PROFILE_N_PER_KIND} problems per kind, pass@{PROFILE_K}) ...")
             prof = measure_profile(tmp)
             write_json(tmp / PROFILE_FILE, prof)
+        # mkdtemp makes the directory 0700 (and safetensors may write 0600): a shipped or
+        # shared student must be readable by everyone, as any checkout or wheel would be.
+        os.chmod(tmp, 0o755)
+        for f in tmp.iterdir():
+            os.chmod(f, 0o644)
         replace_dir(tmp, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

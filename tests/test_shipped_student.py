@@ -1,0 +1,131 @@
+"""The built-in student ships with the package (src/selfimprove/rl/students/tiny-arith/):
+its recipe hash is current, resolve_model uses it without building, a stale one falls
+back to the cache build, and (slow) a rebuild from the recipe reproduces its profile."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from selfimprove.errors import ConfigError
+from selfimprove.rl import shipped, warmup
+from selfimprove.rl.student import new_student, resolve_model
+
+REPO = Path(__file__).resolve().parents[1]
+MODEL_ID = "selfimprove/tiny-arith"
+SHIPPED = shipped.shipped_dir(MODEL_ID)
+HF_FILES = ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json")
+
+
+def no_warm_up(*args, **kwargs):
+    raise AssertionError("warm_up was called: the shipped student should have been used")
+
+
+def test_shipped_student_is_built_from_the_current_recipe():
+    """Fails when the warm-up recipe changed without a rebuild: run `selfimprove student build`."""
+    recipe = json.loads((SHIPPED / shipped.RECIPE_FILE).read_text())
+    assert recipe["recipe_hash"] == warmup.recipe_hash(), (
+        f"{SHIPPED / 'recipe.json'}: recipe_hash {recipe['recipe_hash']} != warmup.recipe_hash() "
+        f"{warmup.recipe_hash()}; rebuild the shipped student with `selfimprove student build`")
+    assert {"recipe", "torch", "threads", "build_wall_s"} <= set(recipe)
+    for name in HF_FILES:
+        assert (SHIPPED / name).is_file(), name
+    assert (SHIPPED / "model.safetensors").stat().st_size <= 25 * 2**20
+
+
+def test_shipped_profile_states_its_settings_and_covers_every_kind():
+    from selfimprove_arith import KINDS
+
+    profile = json.loads((SHIPPED / shipped.PROFILE_FILE).read_text())
+    assert {"n_per_kind", "k", "seed", "temperature"} <= set(profile)
+    assert list(profile["kinds"]) == list(KINDS)
+    for row in profile["kinds"].values():
+        assert set(row) == {"greedy", "pass@1", f"pass@{profile['k']}"}
+
+
+def test_shipped_files_are_neither_ignored_nor_left_out_of_git():
+    names = [str((SHIPPED / n).relative_to(REPO)) for n in (*HF_FILES, shipped.RECIPE_FILE, shipped.PROFILE_FILE)]
+    ignored = subprocess.run(["git", "check-ignore", *names], cwd=REPO, capture_output=True, text=True)
+    assert ignored.stdout == "", f".gitignore excludes {ignored.stdout.split()}"
+
+
+def test_resolve_model_returns_the_shipped_dir_without_building(monkeypatch, tmp_path):
+    monkeypatch.setattr(warmup, "warm_up", no_warm_up)
+    monkeypatch.setenv("SELFIMPROVE_CACHE", str(tmp_path))
+    logs: list[str] = []
+    assert resolve_model(MODEL_ID, log=logs.append) == SHIPPED
+    assert logs == [] and not any(tmp_path.iterdir())
+
+
+def test_stale_shipped_student_falls_back_to_the_cache_build(monkeypatch, tmp_path):
+    """A recipe changed without a rebuild: one clear line, then the locked cache build."""
+    monkeypatch.setattr(warmup, "recipe_hash", lambda: "0badc0de")
+    monkeypatch.setattr(warmup, "warm_up", lambda log=print: new_student(0))
+    monkeypatch.setenv("SELFIMPROVE_CACHE", str(tmp_path))
+    monkeypatch.delenv("SELFIMPROVE_NO_STUDENT_BUILD", raising=False)
+    logs: list[str] = []
+    path = resolve_model(MODEL_ID, log=logs.append)
+    assert path == tmp_path / "students" / "selfimprove--tiny-arith-0badc0de"
+    assert (path / "READY").is_file() and (path / "model.safetensors").is_file()
+    assert len(logs) == 1 and "is stale" in logs[0] and "selfimprove student build" in logs[0], logs
+    # The cached copy is reused, never rebuilt.
+    monkeypatch.setattr(warmup, "warm_up", no_warm_up)
+    logs.clear()
+    assert resolve_model(MODEL_ID, log=logs.append) == path
+    assert len(logs) == 1 and "is stale" in logs[0]
+
+
+def test_stale_shipped_student_is_an_error_when_builds_are_off(monkeypatch, tmp_path):
+    """What the test suite sees (conftest sets SELFIMPROVE_NO_STUDENT_BUILD): no 5-minute build."""
+    monkeypatch.setattr(warmup, "recipe_hash", lambda: "0badc0de")
+    monkeypatch.setattr(warmup, "warm_up", no_warm_up)
+    monkeypatch.setenv("SELFIMPROVE_CACHE", str(tmp_path))
+    monkeypatch.setenv("SELFIMPROVE_NO_STUDENT_BUILD", "1")
+    with pytest.raises(ConfigError, match=r"recipe\.json: the shipped student .* is stale .*selfimprove student build"):
+        resolve_model(MODEL_ID, log=lambda s: None)
+
+
+def test_compare_profiles_names_every_kind_out_of_tolerance():
+    ref = {"k": 16, "kinds": {"a": {"greedy": 0.5, "pass@16": 0.9}, "b": {"greedy": 0.1, "pass@16": 0.3}}}
+    same = {"k": 16, "kinds": {"a": {"greedy": 0.58, "pass@16": 0.8}, "b": {"greedy": 0.1, "pass@16": 0.3}}}
+    off = {"k": 16, "kinds": {"a": {"greedy": 0.3, "pass@16": 0.9}, "b": {"greedy": 0.1, "pass@16": 0.6}}}
+    assert shipped.compare_profiles(same, ref) == []
+    problems = shipped.compare_profiles(off, ref)
+    assert len(problems) == 2 and problems[0].startswith("a greedy") and problems[1].startswith("b pass@16")
+
+
+def test_student_profile_command_measures_the_shipped_student(cli):
+    res = cli("student", "profile", "--n-per-kind", "2", "--k", "2", "--json")
+    assert res.exit_code == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["path"] == str(SHIPPED) and (out["n_per_kind"], out["k"]) == (2, 2)
+    assert out["disagrees_with_profile_json"] is None  # other settings than profile.json's: no comparison
+    assert all(set(row) == {"greedy", "pass@1", "pass@2"} for row in out["kinds"].values())
+
+
+@pytest.mark.slow
+def test_rebuild_from_the_recipe_reproduces_the_shipped_profile(tmp_path, record_property):
+    """`selfimprove student build` into tmp_path, then its per-kind profile against profile.json.
+
+    Tolerances: the build is seeded and step-based, so on the torch version and thread
+    count of recipe.json it is expected to be bit-identical; elsewhere CPU kernels sum in
+    other orders and the last bits of the weights drift over 1000 Adam steps. The profile
+    is measured on 100 problems per kind: a proportion near 0.5 has a standard error of
+    0.05, so |greedy diff| <= 0.10 is two standard errors. pass@16 reacts to small changes
+    in the tail of the sampling distribution, so it gets 0.15.
+    """
+    reference = json.loads((SHIPPED / shipped.PROFILE_FILE).read_text())
+    built = shipped.build_and_save(tmp_path / "tiny-arith", log=lambda s: None)
+    identical = shipped.weights_identical(tmp_path / "tiny-arith", SHIPPED)
+    recipe = json.loads((SHIPPED / shipped.RECIPE_FILE).read_text())
+    record_property("weights_bit_identical", identical)
+    record_property("rebuild_wall_s", built["recipe"]["build_wall_s"])
+    print(f"rebuilt in {built['recipe']['build_wall_s']:.0f} s; weights bit-identical to the shipped ones: {identical} "
+          f"(shipped: torch {recipe['torch']}, {recipe['threads']} threads; here: torch {built['recipe']['torch']}, "
+          f"{built['recipe']['threads']} threads)")
+    assert built["recipe"]["recipe_hash"] == recipe["recipe_hash"]
+    problems = shipped.compare_profiles(built["profile"], reference, greedy_tol=0.10, pass_k_tol=0.15)
+    assert problems == [], "; ".join(problems)
