@@ -52,6 +52,19 @@ def test_shipped_files_are_neither_ignored_nor_left_out_of_git():
     assert ignored.stdout == "", f".gitignore excludes {ignored.stdout.split()}"
 
 
+def test_wheel_carries_the_shipped_student(tmp_path):
+    """A non-editable install finds the student: hatch's wheel holds every shipped file."""
+    import sys
+    import zipfile
+
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp_path),
+                    str(REPO)], check=True, capture_output=True, timeout=300)
+    (wheel,) = tmp_path.glob("selfimprove-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for n in (*HF_FILES, shipped.RECIPE_FILE, shipped.PROFILE_FILE):
+        assert f"selfimprove/rl/students/tiny-arith/{n}" in names, n
+
+
 def test_resolve_model_returns_the_shipped_dir_without_building(monkeypatch, tmp_path):
     monkeypatch.setattr(warmup, "warm_up", no_warm_up)
     monkeypatch.setenv("SELFIMPROVE_CACHE", str(tmp_path))
