@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from selfimprove.models import EvalSummary, ExampleScore, IterRecord, Metrics, RunConfig
+from selfimprove.models import EvalSummary, ExampleScore, IterRecord, Metrics, Phase4Error, RunConfig
 from selfimprove.phases.finalize import finalize
 from selfimprove.report.table import recommendation_line, summary_renderable
 from selfimprove.rundir import RunDir, split_seed_key, write_model
@@ -115,10 +115,16 @@ def test_several_seeds_table_shows_mean_sd_and_recommends_a_significant_arm(tmp_
 
 
 def test_several_seeds_without_a_significant_lift_recommend_nothing(tmp_path: Path) -> None:
-    """Seeds measured, but no arm beats iter_0 at p < 0.05: no model is recommended over it."""
+    """Seeds measured, but no arm beats iter_0 at p < 0.05: no model is recommended over it.
+    A seed that failed in Phase 4 is named in the table and the scratchpad, not silently dropped."""
     rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.50, 0.56, 0.47], "run_a": [0.52, 0.49, 0.55],
-                             "run_b": [0.51], "run_c": [0.48, 0.53, 0.50]})
+                             "run_b": [0.51], "run_c": [0.48, 0.53]})
+    cfg = rd.read_run()
+    cfg.phase4_errors = [Phase4Error(arm="run_c_seed2", error="engine exploded", ts=0.0)]
+    rd.write_run(cfg)
     out = finalize(rd, plot=False)
+    assert {r["arm"]: r["n_seeds"] for r in out["rows"]}["run_c"] == 2
+    assert "run_c_seed2: engine exploded" in rendered(out) and "run_c_seed2: engine exploded" in rd.scratchpad.read_text()
     assert out["recommended"] is None and out["recommendation"]["status"] == "none"
     line = recommendation_line(out)
     assert line.startswith("no model recommended over iter_0") and "seed-aware t-test" in line

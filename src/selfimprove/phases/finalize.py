@@ -178,7 +178,7 @@ def build_table(rd: RunDir) -> dict[str, Any]:
             "seed_caveat": None if measured else UNMEASURED_CAVEAT}
 
 
-def _final_scratchpad(rd: RunDir, table: dict) -> str:
+def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     lines = [f"## Final summary — {ts}", "",
              "| arm | rows | eval_acc (mean ± sd over seeds) | seeds | 95% CI | n eval examples (split) | checkpoint (in the run dir) |",
@@ -194,6 +194,9 @@ def _final_scratchpad(rd: RunDir, table: dict) -> str:
     lines += [f"- {line}" for line in seed_test_lines(table["seed_tests"])]
     lines += ["", "Paired tests per checkpoint (exact McNemar; eval-sample noise only):"]
     lines += [f"- {line}" for line in comparison_lines(table["comparisons"])]
+    if phase4_errors:
+        lines.append("\nPhase 4 arms that failed (not in the table): "
+                     + "; ".join(f"{e.arm}: {e.error}" for e in phase4_errors))
     rec = table["recommendation"]
     if rec:
         lines.append(f"\nRecommendation ({rec['status']}): {rec['text']}")
@@ -222,7 +225,7 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
         table = build_table(rd)
         pad = rd.scratchpad.read_text(encoding="utf-8")
         if "## Final summary" not in pad:
-            rd.append_scratchpad(_final_scratchpad(rd, table))
+            rd.append_scratchpad(_final_scratchpad(rd, table, cfg.phase4_errors))
         notes = []
         if plot and table["rows"]:
             try:

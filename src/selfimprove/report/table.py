@@ -108,6 +108,10 @@ def summary_renderable(table: dict) -> Group:
                  "on reward; eval-sample noise only):"]
         lines += [f"  {line}" for line in comparison_lines(table["comparisons"])]
         parts.append(Text("\n".join(lines)))
+    if table.get("phase4_errors"):
+        lines = ["Phase 4 arms that failed (not in the table; re-run `selfimprove compare` to retry them):"]
+        lines += [f"  {e['arm']}: {e['error']}" for e in table["phase4_errors"]]
+        parts.append(Text("\n".join(lines), style="yellow"))
     if table.get("seed_caveat"):
         parts.append(Text("note: " + table["seed_caveat"], style="dim"))
     if table.get("caveat"):
