@@ -171,6 +171,9 @@ def build_table(rd: RunDir) -> dict[str, Any]:
     recommendation = _recommend(rows, seed_tests)
     n_iters = len([r for r in metrics.iters if r.iter and r.iter >= 1])
     caveat = SELECTION_CAVEAT.format(k=n_iters, n=best.n_eval if best else 0) if best else None
+    if caveat and n_iters > 1 and len(groups.get(best_arm, [])) > 1:
+        caveat += (f" {best_arm}'s seed 0 is that selected run, so its mean over seeds leans optimistic too; "
+                   "its other seeds and Run A's are free of the selection.")
     measured = any(r["n_seeds"] >= 2 for r in rows)
     return {"rows": rows, "best": best_arm, "recommended": recommendation["arm"] if recommendation else None,
             "recommendation": recommendation, "seeds_measured": measured, "seed_tests": seed_tests,
