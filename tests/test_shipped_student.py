@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import warnings
 from pathlib import Path
 
 import pytest
@@ -120,7 +121,7 @@ def test_student_profile_command_measures_the_shipped_student(cli):
 
 
 @pytest.mark.slow
-def test_rebuild_from_the_recipe_reproduces_the_shipped_profile(tmp_path, record_property):
+def test_rebuild_from_the_recipe_reproduces_the_shipped_profile(tmp_path):
     """`selfimprove student build` into tmp_path, then its per-kind profile against profile.json.
 
     Tolerances: the build is seeded and step-based, so on the torch version and thread
@@ -134,11 +135,12 @@ def test_rebuild_from_the_recipe_reproduces_the_shipped_profile(tmp_path, record
     built = shipped.build_and_save(tmp_path / "tiny-arith", log=lambda s: None)
     identical = shipped.weights_identical(tmp_path / "tiny-arith", SHIPPED)
     recipe = json.loads((SHIPPED / shipped.RECIPE_FILE).read_text())
-    record_property("weights_bit_identical", identical)
-    record_property("rebuild_wall_s", built["recipe"]["build_wall_s"])
-    print(f"rebuilt in {built['recipe']['build_wall_s']:.0f} s; weights bit-identical to the shipped ones: {identical} "
-          f"(shipped: torch {recipe['torch']}, {recipe['threads']} threads; here: torch {built['recipe']['torch']}, "
-          f"{built['recipe']['threads']} threads)")
+    note = (f"rebuilt in {built['recipe']['build_wall_s']:.0f} s; weights bit-identical to the shipped ones: {identical} "
+            f"(shipped: torch {recipe['torch']}, {recipe['threads']} threads; here: torch {built['recipe']['torch']}, "
+            f"{built['recipe']['threads']} threads)")
+    print(note)  # measured 2026-12-01: bit-identical, same torch and threads, 472 s on 2 busy cores
+    if not identical:  # allowed (see the tolerances), but shown in the summary, not only under -s
+        warnings.warn(note, stacklevel=1)
     assert built["recipe"]["recipe_hash"] == recipe["recipe_hash"]
     problems = shipped.compare_profiles(built["profile"], reference, greedy_tol=0.10, pass_k_tol=0.15)
     assert problems == [], "; ".join(problems)
