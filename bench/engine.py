@@ -56,12 +56,14 @@ def main() -> None:
         print(s, flush=True)
         lines.append(s)
 
-    from selfimprove.rl.student import builtin_dir, per_kind_pass_at_k, resolve_model
+    from selfimprove.rl.shipped import shipped_hash
+    from selfimprove.rl.student import per_kind_pass_at_k, resolve_model
+    from selfimprove.rl.warmup import recipe_hash
 
-    cached = (builtin_dir("selfimprove/tiny-arith") / "READY").is_file()
+    cached = shipped_hash("selfimprove/tiny-arith") == recipe_hash()
     t0 = time.time()
     path = resolve_model("selfimprove/tiny-arith", log=lambda s: print(s, flush=True))
-    say(f"student: {path}  ({'cached' if cached else f'warm-up built in {time.time() - t0:.1f}s'})")
+    say(f"student: {path}  ({'shipped' if cached else f'stale shipped student: warm-up built in {time.time() - t0:.1f}s'})")
 
     if not args.skip_pass_at_k:
         t0 = time.time()

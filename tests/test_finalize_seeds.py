@@ -142,3 +142,19 @@ def test_finalize_cli_prints_the_seed_aware_recommendation(tmp_path: Path, cli) 
     res = cli("finalize", "--run-dir", rd.root, "--no-plot", "--json")
     data = json.loads(res.stdout)
     assert data["seeds"] == 2 and {"seed_tests", "recommendation", "comparisons"} <= set(data)
+
+
+def test_status_waits_for_every_seed_replicate_before_finalize(tmp_path):
+    """With --seeds 2, `status` points at compare until Run A's, Run C's and the best iteration's
+    replicates are all in metrics.json, and only then at finalize."""
+    from selfimprove.phases.status import next_step
+
+    arms = {"iter_0": [0.5], "iter_1": [0.6, 0.62], "run_a": [0.6, 0.61], "run_b": [0.55], "run_c": [0.5, 0.52]}
+    rd = make_run(tmp_path, arms)
+    rd.hub_env_json.write_text("{}", encoding="utf-8")
+    rd.best_iter_json.write_text(json.dumps({"best_iter": 1}), encoding="utf-8")
+    assert next_step(rd)[1].startswith("selfimprove finalize")
+    metrics = rd.read_metrics()
+    for missing in ("run_a_seed1", "run_c_seed1", "iter_1_seed1"):
+        rd.write_metrics(Metrics(iters=[r for r in metrics.iters if r.arm != missing]))
+        assert next_step(rd)[1].startswith("selfimprove compare"), missing

@@ -42,7 +42,7 @@ def command(
 
     def on_arm(arm: str, event: str) -> None:
         if not json_:
-            phase_line(event, arm, cfg.start_ts, cfg.budget_seconds)
+            phase_line(event, arm)  # Phase 4 is never charged to --budget
 
     result = compare(rd, control=control, seeds=seeds, restart=restart, resume=resume, quiet=json_,
                      cap_hours=cap_hours, on_arm=on_arm)

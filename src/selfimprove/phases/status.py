@@ -26,9 +26,29 @@ def next_step(rd: RunDir) -> tuple[str, str]:
         done = [i for i in rd.iter_indices() if i > 0 and (rd.iter(i).dir / "record.json").exists()]
         return ("iterate" if done else "baseline"), f"selfimprove iterate --run-dir {root}"
     arms_done = {r.arm for r in rd.read_metrics().iters}
-    if not rd.best_iter_json.exists() or not {"run_a", "run_b"} <= arms_done:
+    if not rd.best_iter_json.exists() or not phase4_arms(rd, cfg, arms_done) <= arms_done:
         return "iterate", f"selfimprove compare --run-dir {root}"
     return "compare", f"selfimprove finalize --run-dir {root}"
+
+
+def phase4_arms(rd: RunDir, cfg: RunConfig, done: set[str]) -> set[str]:
+    """The metrics.json keys Phase 4 must finish: Runs A and B, and with --seeds N the seed replicates
+    of Run A, the best iteration and (when it ran: it can be switched off) Run C, so that `status`
+    never points at finalize while a replicate is missing."""
+    import json
+
+    from ..rundir import seed_key
+
+    need = {"run_a", "run_b"}
+    try:
+        best_arm = f"iter_{json.loads(rd.best_iter_json.read_text(encoding='utf-8'))['best_iter']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        best_arm = None
+    for k in range(1, max(1, cfg.seeds)):
+        need.add(seed_key("run_a", k))
+        need |= {seed_key("run_c", k)} if "run_c" in done else set()
+        need |= {seed_key(best_arm, k)} if best_arm else set()
+    return need
 
 
 def budget_clock(cfg: RunConfig) -> tuple[str, float | None]:
