@@ -22,6 +22,14 @@ in the core. What it does for iteration N:
    so learnability = (27/4) p (1-p)^2 (1 at p = 1/3), and the weighted severity
    of a (structure, carry profile) is its share of the train rollouts times its
    learnability. Partial structures outrank both solved and hopeless ones.
+2b. Builds stepping stones for what the real data cannot teach. A structure the
+   student solves in under HOPELESS_P of its rollouts gives GRPO all-wrong
+   groups, so no amount of real data moves it. Its easier variants that the
+   TRAIN split does not hold (one operand a digit shorter, or the last term
+   dropped, with the same operators and signs) become a "Stepping-stone ..."
+   domain weighted by the hopeless structures' share (STONE_VALUE): problems
+   the student may solve part of the time, which lead toward the hard ones
+   (SwS's mechanism: synthesise where the real split has no learnable signal).
 3. Writes `weakness_report.md`: domains = the structures with the highest
    weighted severity (3-6; more when the top ones have few fresh instances
    left), sub_domains = their carry/borrow profiles (no / one / chained),
@@ -251,6 +259,7 @@ def feature_flags(node):
         "negative": v < 0 or any(value(b) < 0 for b in ops),
         "mult": "*" in kinds,
         "wide": widest >= 3,
+        "uneven": len({len(str(abs(x))) for x in nums}) > 1,
         "width": len(str(abs(v))) != widest,
         "zero": "0" in "".join(str(x) for x in nums) + str(abs(v)),
     }
@@ -451,6 +460,7 @@ FEATURE_CATALOGUE = {  # id -> (label used in rows, one-sentence definition)
     "negative": ("negative value", "The result or an intermediate result is below zero, so the answer needs a minus sign."),
     "mult": ("multiplication step", "A product, computed digit by digit with carries between the digit products."),
     "wide": ("three-digit operand", "An operand with three or more digits, so more columns must be processed."),
+    "uneven": ("uneven operand widths", "Operands have different numbers of digits, so the columns must be aligned from the right first."),
     "width": ("result width change", "The result has more digits than the widest operand (a final carry) or fewer (borrows collapse it)."),
     "zero": ("zero digit", "An operand or the result contains a 0 digit, a classic place-holding slip."),
 }
@@ -461,6 +471,12 @@ BUCKET_FLOOR = 0.035  # every bucket >= 3.5% (the gate's bar is 3%)
 POOL_MARGIN = 1.5  # a pool bucket needs this many candidates per row
 FREE_RISK_MAX = 0.01  # expected eval collisions allowed per freshly sampled bucket (/4 after an eval_overlap failure)
 HARD_FOR_STUDENT = 0.35  # a (structure, carry profile) solved less often than this adds 1 to its rows' difficulty score
+# Stepping stones (SwS's mechanism): a structure the student (almost) never solves gives GRPO no signal
+# on the real split, however many rows of it are trained on. Easier variants of its skeleton that the real
+# split does not hold (one operand a digit shorter, or the last term dropped) can sit in the learnable band
+# and carry what they teach back to the hard structure.
+HOPELESS_P = 0.05  # success below this on the anchor's train rollouts: the structure is hopeless for GRPO
+STONE_VALUE = 0.75  # a stone's weighted severity per unit share of the hopeless structures it leads to
 ALLOC_EXPONENTS = (1.0, 1.5, 0.75)  # iteration 1, 2, 3, 4, ...: proportional, sharper, flatter (each iteration is an experiment)
 # The gate's bars plus a small margin: the self-check simulates the exact rows the generator writes, so the
 # margin only absorbs pilot-vs-final drift; a retry raises it by 0.05. Every row moved to meet a bar is a row
@@ -626,6 +642,9 @@ class Cell:
     sub_label: str = ""
     rows: int = 0
     mode: str = "pool"
+    stone_for: list = field(default_factory=list)  # a stepping stone: the hopeless structure keys it leads to
+    template: str | None = None  # a stone's own template and operand ranges (real structures use the split's)
+    ranges: list | None = None
 
     def match(self, o: Obs) -> bool:
         return o.key == self.key and all(getattr(o, k) == v for k, v in self.cons.items())
@@ -697,6 +716,46 @@ def _sub_label(node, cons: dict) -> str:
     return [f"slips with no {one}", f"drops a single {one}", f"loses chained {many}"][cons["cls"]]
 
 
+def stone_variants(node, ranges) -> list[tuple[tuple, list]]:
+    """Easier variants of an expression that keep its operator skeleton: (template, operand ranges).
+
+    One operand a digit shorter (each operand with 2+ digits in turn), or the last term dropped (3+ terms,
+    no parentheses). Only variants whose sub-results keep their signs are kept (no new negatives).
+    """
+    out = []
+    nums = leaves(node)
+    for i, x in enumerate(nums):
+        d = len(str(abs(x)))
+        if d < 2:
+            continue
+        lo, hi = (10 ** (d - 2) if d > 2 else 1), 10 ** (d - 1) - 1
+        new_ranges = [list(r) for r in ranges]
+        new_ranges[i] = [lo, hi]
+        mid = [(a + b) // 2 for a, b in new_ranges]
+        out.append((with_leaves(node, mid), new_ranges))
+    if len(nums) >= 3 and node[0] == "b" and not node[4] and not any(b[4] for b in ops_post(node)):
+        left = node[2]
+        out.append((left, [list(r) for r in ranges[: len(leaves(left))]]))
+    return [(t, r) for t, r in out if signs_of(t) == signs_of(node)[: len(signs_of(t))]]
+
+
+def stone_space(template, ranges, cons: dict, taken: set, frame: dict, limit: int = 20000) -> int:
+    """Fresh instances of the stone's skeleton in the cell, not counting `taken` questions (exact when small)."""
+    total = math.prod(hi - lo + 1 for lo, hi in ranges)
+    shape, signs = shape_of(template), signs_of(template)
+
+    def fits_cell(node) -> bool:
+        return shape_of(node) == shape and signs_of(node) == signs and min(sum(carry_vector(node)), 2) == cons["cls"]
+
+    if total <= limit:
+        nodes = (with_leaves(template, list(v)) for v in itertools.product(*(range(lo, hi + 1) for lo, hi in ranges)))
+        return sum(1 for n in nodes if fits_cell(n) and frame_question(n, frame) not in taken)
+    rng = random.Random(f"stone:{shape}")
+    hits = sum(1 for _ in range(limit) if fits_cell(with_leaves(template, [rng.randint(lo, hi) for lo, hi in ranges])))
+    used = sum(1 for q in taken if (p := split_frame(q)) and (n := parse_expr(p[1])) and fits_cell(n))
+    return max(0, int(hits * total / limit) - used)
+
+
 def _round_alloc(weights: dict, total: int, floor: int, caps: dict) -> dict:
     """Integer rows per bucket: the floor each, the rest shared in proportion to weights, never above a cap.
 
@@ -740,8 +799,10 @@ class Plan:
 class _Planner:
     """One planning pass: inputs -> structures -> domains -> buckets -> rows (see the module docstring)."""
 
-    def __init__(self, teacher: "ArithTeacher", ctx, offset: int, strict: bool, rules: set[str], widen: int = 0):
+    def __init__(self, teacher: "ArithTeacher", ctx, offset: int, strict: bool, rules: set[str], widen: int = 0,
+                 stones: bool = True):
         self.teacher, self.ctx, self.offset, self.rules, self.widen = teacher, ctx, offset, rules, widen
+        self.stones = stones
         self.n_iter = int(ctx.iteration)
         self.run_dir = Path(ctx.run_dir)
         self.tag = _answer_tag(ctx.hub_env)
@@ -880,6 +941,48 @@ class _Planner:
                 n = sum(c.n for c in cells)
                 p = sum(c.succ for c in cells) / n if n else s.p
                 out.append(DomainPlan(k, label, cells, sum(c.weight for c in cells), p, n))
+        if not split_zero and self.anchor and self.stones:
+            out += self.stone_domains(floor_rows)
+        return out
+
+    def stone_domains(self, floor_rows: int) -> list[DomainPlan]:
+        """Stepping-stone domains: easier variants of hopeless structures that the real TRAIN split lacks."""
+        hopeless = [s for s in self.struct.values() if s.p < HOPELESS_P and s.n >= 32]
+        stones: dict[str, dict] = {}
+        for h in hopeless:
+            obs = self.template_obs(h.key)
+            for template, ranges in stone_variants(obs[0].node, _ranges(obs)):
+                key = f"{shape_of(template)}|{signs_of(template)}"
+                if key in self.train_obs or key in self.struct:
+                    continue  # the real split already holds it: GRPO on real data sees it too
+                st = stones.setdefault(key, {"template": template, "ranges": ranges, "for": []})
+                st["for"].append(h)
+        out = []
+        for key, st in stones.items():
+            cells = []
+            # Carrying stones first: a no-carry stone has ~1 structural feature, so it only joins (as the
+            # easiest rung) when a carry class lacks fresh instances.
+            for cls in (1, 2, 0):
+                if len(cells) >= 2:
+                    break
+                cap = int(stone_space(st["template"], st["ranges"], {"cls": cls}, self.excluded, self.frame) / POOL_MARGIN)
+                if cap < floor_rows:
+                    continue
+                freq = sum(h.freq for h in st["for"])
+                c = Cell(key, {"cls": cls}, p=0.0, freq=freq, score=STONE_VALUE, weight=freq * STONE_VALUE,
+                         example=st["template"], free_cap=cap, cap=cap, mode="free",
+                         stone_for=[h.key for h in st["for"]], template=render(st["template"]), ranges=st["ranges"])
+                # its anchors: failed prompts of the hard structures, or of the stone itself (an iteration after
+                # the first reads the previous iteration's rollouts, which trained on stones)
+                c.failures = [o for o in self.failures if o.key in c.stone_for or o.key == key]
+                c.sub_label = _sub_label(st["template"], {"cls": cls})
+                cells.append(c)
+            if len(cells) < 2:
+                continue
+            label = f"Stepping-stone {_structure_label(st['template'])}"
+            if len(label.split()) > 4:
+                label = f"Stepping-stone {shape_of(st['template'])}"
+            out.append(DomainPlan(key, label, cells, sum(c.weight for c in cells), 0.0, 0))
         return out
 
     def choose_domains(self) -> None:
@@ -935,13 +1038,17 @@ class _Planner:
         self.anchors = {id(c): self.anchors_of(c) for c in self.cells}
 
     def anchors_of(self, c: Cell) -> list[dict]:
-        """Failed prompts of this cell (newest first) whose skeleton the bucket paraphrases."""
+        """Failed prompts of this cell (newest first) whose skeleton the bucket paraphrases.
+
+        A stepping stone paraphrases the hopeless prompts it leads to: the same operator skeleton with a
+        shorter operand or one term fewer, so their carries cannot be copied (vec None)."""
         out, seen = [], set()
         for o in sorted(c.failures, key=lambda o: (o.step is None, -(o.step or 0), o.idx or 0)):
             if o.step is None or o.idx is None or o.question in seen:
                 continue
             seen.add(o.question)
-            out.append({"tag": f"skeleton:train_step_{int(o.step)}_idx_{int(o.idx)}", "vec": list(o.vec), "question": o.question})
+            out.append({"tag": f"skeleton:train_step_{int(o.step)}_idx_{int(o.idx)}",
+                        "vec": None if c.stone_for else list(o.vec), "question": o.question})
         return out[:12]
 
     def gen_plan(self, trim: bool, skeleton: dict | None = None) -> dict:
@@ -957,11 +1064,12 @@ class _Planner:
                     want = {tuple(a["vec"]) for a in anchors}
                     pool.sort(key=lambda e: carry_vector(parse_expr(e)) not in want)
                     pool = sorted(pool[: 3 * c.rows + 30])
-                tmpl = self.template_obs(c.key)
+                tmpl = None if c.stone_for else self.template_obs(c.key)
                 buckets.append({
                     "domain": d.label, "sub_domain": c.sub_label, "rows": c.rows,
-                    "template": tmpl[0].expr, "shape": c.key.split("|")[0], "signs": c.key.split("|")[1],
-                    "cls": c.cons.get("cls"), "zero": c.cons.get("zero"), "mode": c.mode, "ranges": _ranges(tmpl),
+                    "template": c.template or tmpl[0].expr, "shape": c.key.split("|")[0], "signs": c.key.split("|")[1],
+                    "cls": c.cons.get("cls"), "zero": c.cons.get("zero"), "mode": c.mode,
+                    "ranges": c.ranges or _ranges(tmpl),
                     "student_bonus": int(bool(self.anchor) and c.p < HARD_FOR_STUDENT),
                     "anchors": anchors, "skeleton_share": (skeleton or {}).get(id(c), 0.6), "pool": pool,
                 })
@@ -1010,6 +1118,7 @@ class _Planner:
             "train_src": self.train_src, "train_questions": len(self.train_qs), "structures": self.struct,
             "all_domains": self.all_domains, "exponent": self.exponent, "lift": self.lift, "fallback": self.fallback,
             "eval_size": self.eval_size, "prior_questions": len(self.prior), "bars": self.bars,
+            "stones": [d.label for d in self.domains if d.cells[0].stone_for],
         }
         if self.n_iter > 1 and self.anchor_src == "iter_0":
             stats["prev_rollouts"] = read_rollouts(self.run_dir / f"iter_{self.n_iter - 1}")[0]
@@ -1039,22 +1148,32 @@ class ArithTeacher:
     def write(self, ctx) -> None:
         iter_dir = Path(ctx.iter_dir)
         offset, rules = self._retry_state(iter_dir, ctx.feedback)
-        plan = None
-        for attempt in range(4):  # our own simulation failed a gate: fresh numbers, stricter margins, one more domain
-            plan = self.plan(ctx, offset=offset + attempt, strict=bool(rules) or attempt > 0, rules=rules, widen=attempt)
-            _atomic_write(iter_dir / "weakness_report.md", self.render_report(ctx, plan, rules))
-            problems = self.self_check(ctx, plan)
-            plan.stats["self_check"] = problems or ["passed"]
+        plan, problems = None, ["not planned"]
+        # Our own simulation failed a gate: fresh numbers, stricter margins, one more domain. Stepping stones
+        # are feature-poor (short expressions), so when no plan with them meets the seed's bars, the teacher
+        # plans without them rather than hand the tool a dataset that fails its gate.
+        for stones in (True, False):
+            for attempt in range(4):
+                plan = self.plan(ctx, offset=offset + attempt, strict=bool(rules) or attempt > 0, rules=rules,
+                                 widen=attempt, stones=stones)
+                _atomic_write(iter_dir / "weakness_report.md", self.render_report(ctx, plan, rules))
+                problems = self.self_check(ctx, plan)
+                plan.stats["self_check"] = problems or ["passed"]
+                if not problems:
+                    break
+                plan.notes.append(f"self-check with seed offset {offset + attempt} failed ({'; '.join(problems)}); re-planned")
             if not problems:
                 break
-            plan.notes.append(f"self-check with seed offset {offset + attempt} failed ({'; '.join(problems)}); re-planned")
+        if not plan.stats.get("stones"):
+            plan.notes.append("no stepping stones: no structure is hopeless, or no plan with stones met the seed's bars")
         _atomic_write(iter_dir / "weakness_report.md", self.render_report(ctx, plan, rules))
         _atomic_write(iter_dir / "gen_dataset.py", self.render_generator(ctx, plan))
         self.last_plan = plan  # what was written, including the rows gen_dataset.py will produce
 
-    def plan(self, ctx, *, offset: int = 0, strict: bool = False, rules: set[str] | None = None, widen: int = 0) -> Plan:
+    def plan(self, ctx, *, offset: int = 0, strict: bool = False, rules: set[str] | None = None, widen: int = 0,
+             stones: bool = True) -> Plan:
         """Decide everything for one write (no file is written)."""
-        return _Planner(self, ctx, offset, strict, rules or set(), widen).run()
+        return _Planner(self, ctx, offset, strict, rules or set(), widen, stones).run()
 
     # ------------------------------------------------------------ inputs
 
@@ -1208,14 +1327,16 @@ class ArithTeacher:
                        + ", ".join(f"`{k.split('|')[0]}` {statistics.fmean(v):.2f}" for k, v in sorted(by.items())) + ".\n")
         out.append("## Domains\n")
         for d in plan.domains:
-            out.append(f"### {d.label} ({d.severity}; weighted severity {d.score:.3f}, success p = {d.p:.2f} over {d.n} rollouts)\n")
+            seen = f"success p = {d.p:.2f} over {d.n} rollouts" if not d.cells[0].stone_for else "a stepping stone, unseen in the train rollouts"
+            out.append(f"### {d.label} ({d.severity}; weighted severity {d.score:.3f}, {seen})\n")
             out.append(d.evidence + "\n")
             out.append("| sub_domain | success p | rollouts | weighted severity | failed rows | error types | rows | source |\n|---|---|---|---|---|---|---|---|")
             for c in d.cells:
                 errs = Counter(error_kind(o, plan.tag) for o in c.failures)
                 et = ", ".join(f"{k} {v}" for k, v in errs.most_common(3)) or "none in failures.jsonl"
                 src = "train-split instances" if c.mode == "pool" else "fresh sampling"
-                out.append(f"| {c.sub_label} | {c.p:.2f} | {c.n} | {c.weight:.3f} | {len(c.failures)} | {et} | {c.rows} | {src} |")
+                p = "unseen" if c.stone_for else f"{c.p:.2f}"
+                out.append(f"| {c.sub_label} | {p} | {c.n} | {c.weight:.3f} | {len(c.failures)} | {et} | {c.rows} | {src} |")
             out.append("")
         out.append("## Bucket allocations\n")
         T = plan.total
@@ -1539,6 +1660,11 @@ def _nine_lines(rows: list[dict]) -> dict[str, bool]:
 
 
 def _evidence(d: DomainPlan, tag: str) -> str:
+    if d.cells[0].stone_for:
+        targets = " and ".join(f"`{k.split('|')[0]}`" for k in d.cells[0].stone_for)
+        return (f"Stepping stone: the student almost never solves {targets} (under {HOPELESS_P:.0%} of its train "
+                f"rollouts), so GRPO on the real split gets no signal there; this easier skeleton is absent from the "
+                f"TRAIN split and leads toward it.")
     fails = [o for c in d.cells for o in c.failures]
     shown, seen = [], set()
     for o in fails:
@@ -1561,6 +1687,9 @@ def _evidence(d: DomainPlan, tag: str) -> str:
 
 def _failure_mode(c: Cell, tag: str) -> str:
     errs = Counter(error_kind(o, tag) for o in c.failures)
+    if c.stone_for:
+        top = ", ".join(f"{k} x{v}" for k, v in errs.most_common(3)) or "none listed"
+        return f"not in the train split; the hard structures it leads to failed with: {top}."
     top = ", ".join(f"{k} x{v}" for k, v in errs.most_common(3))
     base = f"success {c.p:.0%} over {c.n} train rollouts" if c.n else "seen only in failures"
     return f"{base}; failed answers: {top}." if top else f"{base}; no row of failures.jsonl (rare in the last step)."

@@ -38,31 +38,33 @@ from selfimprove.teacher import TeacherContext, load_teacher
 ROOT = Path(__file__).resolve().parents[1]
 TEACHER_FILE = ROOT / "examples" / "arith_teacher.py"
 
+STONE = "stone_2d1d"  # 47+8: an easier variant of both hopeless kinds that the real split does not hold
+STONE3 = "stone_three_1d"  # 4+7+9: an easier variant of 47+8+5, not in the real split either
 # The fake student: success probability per structure (oracle known to the test only).
 SUCCESS = {
-    "add_2d": 0.97, "sub_2d": 0.95, "add_3d": 0.92, "sub_3d": 0.9,
-    "add_three": 0.45, "add_sub": 0.35, "mul_1x2": 0.25,
-    "paren_sub": 0.01, "neg_result": 0.0,
+    "add_2d": 0.97, "sub_2d": 0.95, "sub_2d1d": 0.92,
+    "neg_2d1d": 0.45, "sub_3d1d": 0.35, "neg_result": 0.25,
+    "add_3d1d": 0.0, "add_three": 0.01, STONE: 0.5, STONE3: 0.5,
 }
-PARTIAL = {"add_three", "add_sub", "mul_1x2"}
-HOPELESS = {"paren_sub", "neg_result"}
+PARTIAL = {"neg_2d1d", "sub_3d1d", "neg_result"}
+HOPELESS = {"add_3d1d", "add_three"}
 
 
 def kind_of(q: str) -> str:
-    if re.fullmatch(r"\d\*\d+", q):
-        return "mul_1x2"
-    if re.fullmatch(r"\d+-\(\d+-\d+\)", q):
-        return "paren_sub"
+    if re.fullmatch(r"\d\+\d\+\d", q):
+        return STONE3
     if re.fullmatch(r"\d+\+\d+\+\d+", q):
         return "add_three"
-    if re.fullmatch(r"\d+\+\d+-\d+", q):
-        return "add_sub"
     m = re.fullmatch(r"(\d+)([+-])(\d+)", q)
     assert m, q
     a, op, b = int(m.group(1)), m.group(2), int(m.group(3))
     if op == "+":
-        return "add_3d" if a >= 100 else "add_2d"
-    return "neg_result" if a < b else "sub_3d" if a >= 100 else "sub_2d"
+        if max(a, b) >= 100:
+            return "add_3d1d"
+        return "add_2d" if min(a, b) >= 10 else STONE
+    if a < b:
+        return "neg_result" if a >= 10 else "neg_2d1d"
+    return "sub_3d1d" if a >= 100 else "sub_2d1d" if b < 10 else "sub_2d"
 
 
 def fake_completion(rng: random.Random, q: str, answer: str) -> tuple[str, float, bool]:
@@ -215,22 +217,39 @@ def test_no_row_is_an_eval_question(world):
 
 
 def test_buckets_follow_the_mixed_outcome_structures(world):
-    """Partial structures (10-50% success) get most rows; solved and hopeless ones get few."""
+    """Partial structures (10-50% success) and stepping stones toward the hopeless ones get most rows;
+    solved and hopeless structures themselves get few."""
     rows = world["rows1"]
     kinds = Counter(kind_of(r["question"]) for r in rows)
     partial = sum(kinds[k] for k in PARTIAL)
-    assert partial >= 0.6 * len(rows), kinds
+    assert partial + kinds[STONE] + kinds[STONE3] >= 0.6 * len(rows), kinds
     assert sum(kinds[k] for k in HOPELESS) <= 0.1 * len(rows), kinds
     assert {kind for kind in PARTIAL} <= set(kinds), kinds
     report = _report(world["rd"], 1)
     assert report.domains[0].severity == "high"
     skel = [r for r in rows if r["info"]["source"].startswith("skeleton:")]
     assert len(skel) >= 0.3 * len(rows)
-    # a skeleton tag names a real failed train rollout with the same structure
+    # a skeleton tag names a real failed train rollout with the same structure (a stepping stone: the
+    # hopeless structure it leads to)
     failures = {(f["step"], f["idx"]): f for f in map(json.loads, (world["rd"].iter(1).dir / "failures.jsonl").read_text().splitlines())}
-    for r in skel[:50]:
+    for r in skel:
         step, idx = map(int, re.fullmatch(r"skeleton:train_step_(\d+)_idx_(\d+)", r["info"]["source"]).groups())
-        assert kind_of(failures[(step, idx)]["question"]) == kind_of(r["question"])
+        failed = kind_of(failures[(step, idx)]["question"])
+        assert failed in HOPELESS if kind_of(r["question"]) in (STONE, STONE3) else failed == kind_of(r["question"]), (r, failed)
+
+
+def test_hopeless_structures_get_stepping_stones_the_real_split_lacks(world):
+    """The hopeless structures (`###+#`, `##+#+#`) give GRPO no signal; the teacher writes their easier
+    variants `##+#` and `#+#+#` (one operand a digit shorter / the last term dropped), which the TRAIN
+    split does not hold."""
+    rows = world["rows1"]
+    stones = [r for r in rows if kind_of(r["question"]) in (STONE, STONE3)]
+    assert len(stones) >= 0.1 * len(rows), Counter(kind_of(r["question"]) for r in rows)
+    assert all(r["info"]["domain"].startswith("Stepping-stone") for r in stones)
+    assert not any(kind_of(q) in (STONE, STONE3) for q, _ in world["train"])
+    report = _report(world["rd"], 1)
+    stone_domains = [d for d in report.domains if d.label.startswith("Stepping-stone")]
+    assert stone_domains and "Stepping stone" in stone_domains[0].evidence
 
 
 def test_teacher_reads_no_oracle():

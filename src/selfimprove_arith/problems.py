@@ -33,39 +33,6 @@ def sub_2d(rng: random.Random) -> Problem:
     return f"{a}-{b}", a - b
 
 
-def add_3d(rng: random.Random) -> Problem:
-    a, b = _d(rng, 3), _d(rng, 3)
-    return f"{a}+{b}", a + b
-
-
-def sub_3d(rng: random.Random) -> Problem:
-    a, b = sorted((_d(rng, 3), _d(rng, 3)), reverse=True)
-    return f"{a}-{b}", a - b
-
-
-def add_three(rng: random.Random) -> Problem:
-    a, b, c = _d(rng, 2), _d(rng, 2), _d(rng, 2)
-    return f"{a}+{b}+{c}", a + b + c
-
-
-def add_sub(rng: random.Random) -> Problem:
-    a, b = _d(rng, 2), _d(rng, 2)
-    c = rng.randint(10, min(99, a + b))
-    return f"{a}+{b}-{c}", a + b - c
-
-
-def mul_1x2(rng: random.Random) -> Problem:
-    a, b = rng.randint(2, 9), _d(rng, 2)
-    return f"{a}*{b}", a * b
-
-
-def paren_sub(rng: random.Random) -> Problem:
-    a = _d(rng, 2)
-    b = _d(rng, 2)
-    c = rng.randint(10, b) if b >= 10 else 10
-    return f"{a}-({b}-{c})", a - (b - c)
-
-
 def neg_result(rng: random.Random) -> Problem:
     a, b = sorted((_d(rng, 2), _d(rng, 2)))
     if a == b:
@@ -73,17 +40,42 @@ def neg_result(rng: random.Random) -> Problem:
     return f"{a}-{b}", a - b
 
 
+def sub_2d1d(rng: random.Random) -> Problem:
+    a, b = _d(rng, 2), rng.randint(1, 9)
+    return f"{a}-{b}", a - b
+
+
+def neg_2d1d(rng: random.Random) -> Problem:
+    a, b = rng.randint(1, 9), _d(rng, 2)
+    return f"{a}-{b}", a - b
+
+
+def sub_3d1d(rng: random.Random) -> Problem:
+    a, b = _d(rng, 3), rng.randint(1, 9)
+    return f"{a}-{b}", a - b
+
+
+def add_3d1d(rng: random.Random) -> Problem:
+    a, b = _d(rng, 3), rng.randint(1, 9)
+    a, b = (a, b) if rng.random() < 0.5 else (b, a)
+    return f"{a}+{b}", a + b
+
+
+def add_three(rng: random.Random) -> Problem:
+    a, b, c = _d(rng, 2), rng.randint(1, 9), rng.randint(1, 9)
+    return f"{a}+{b}+{c}", a + b + c
+
+
 # Ordered roughly from easiest to hardest for a small character-level student.
 KINDS: dict[str, Callable[[random.Random], Problem]] = {
     "add_2d": add_2d,
     "sub_2d": sub_2d,
-    "add_3d": add_3d,
-    "sub_3d": sub_3d,
-    "add_three": add_three,
-    "add_sub": add_sub,
-    "mul_1x2": mul_1x2,
-    "paren_sub": paren_sub,
     "neg_result": neg_result,
+    "sub_2d1d": sub_2d1d,
+    "neg_2d1d": neg_2d1d,
+    "sub_3d1d": sub_3d1d,
+    "add_3d1d": add_3d1d,
+    "add_three": add_three,
 }
 
 # Disjoint seeds per split; the eval split is made first and the train split
@@ -96,10 +88,10 @@ def sample(kind: str, rng: random.Random) -> Problem:
     return KINDS[kind](rng)
 
 
-def _round_robin(n: int, seed: int, exclude: set[str]) -> list[Problem]:
+def _round_robin(n: int, seed: int, exclude: set[str]) -> list[tuple[str, int, str]]:
     rng = random.Random(seed)
     kinds = list(KINDS)
-    rows: list[Problem] = []
+    rows: list[tuple[str, int, str]] = []
     seen = set(exclude)
     while len(rows) < n:
         rng.shuffle(kinds)  # all kinds equally often, in a shuffled order
@@ -111,7 +103,7 @@ def _round_robin(n: int, seed: int, exclude: set[str]) -> list[Problem]:
             else:
                 continue
             seen.add(q)
-            rows.append((q, a))
+            rows.append((q, a, kind))
             if len(rows) == n:
                 break
     return rows
@@ -119,11 +111,19 @@ def _round_robin(n: int, seed: int, exclude: set[str]) -> list[Problem]:
 
 def make_split(name: str, n: int | None = None, seed: int | None = None) -> list[Problem]:
     """Rows of split `name` ("train" or "eval"), every kind equally represented."""
+    return [(q, a) for q, a, _ in labelled_split(name, n, seed)]
+
+
+def labelled_split(name: str, n: int | None = None, seed: int | None = None) -> list[tuple[str, int, str]]:
+    """`make_split`'s rows with the kind that made each one, for diagnostics in bench/ only.
+
+    The env never exposes kinds (rows carry no labels); a teacher must not read them.
+    """
     if name not in SPLIT_SEEDS:
         raise ValueError(f"unknown split '{name}'; expected 'train' or 'eval'")
     size = SPLIT_SIZES[name] if n is None or n < 0 else n
     eval_rows = _round_robin(SPLIT_SIZES["eval"], SPLIT_SEEDS["eval"] if seed is None or name != "eval" else seed, set())
     if name == "eval":
         return eval_rows[:size] if seed is None else _round_robin(size, seed, set())
-    exclude = {q for q, _ in eval_rows}
+    exclude = {q for q, _, _ in eval_rows}
     return _round_robin(size, SPLIT_SEEDS["train"] if seed is None else seed, exclude)

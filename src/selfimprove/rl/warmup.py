@@ -6,22 +6,29 @@ renders them exactly as the env does (the bare expression as the user turn,
 through the chat template) and trains on the reply `<answer>N</answer><|im_end|>` only.
 Eval-split questions are never trained on.
 
-Designed for ROOM TO IMPROVE, which GRPO and the loop's lift depend on
-(refs/cpu-engine.md, "When does RL help a tiny student"): RL lifts a tiny
-student in 100 steps only where it already has the skill and the reward selects
-the right behaviour. So the recipe makes three kinds of kinds:
+Designed for ROOM TO IMPROVE across many kinds, as with a real pretrained
+model (refs/cpu-engine.md, "When does RL help a tiny student"): RL lifts a tiny
+student in 50-100 steps only where it already has the skill and the reward
+selects the right behaviour. Every kind's SKILL is trained on every example;
+what differs is a wrong answer HABIT (HABITS) that hides it:
 
-- strong: `47+38` (add_2d) is learned first, alone (FIRST_STEPS): on its own the
-  1M-parameter student learns it in ~500 steps, inside the 9-kind mix it only
-  reaches 0.15 in 600 steps (bench/warmup.py measured both);
-- partial by habit: `83-27` (sub_2d) and `27-83` (neg_result) are learned as
-  skills, but most warm-up replies show a wrong habit (HABITS): the bare number
-  without the answer tags, the magnitude without its minus sign. Greedy decoding
-  follows the habit, sampling often does not (pass@16 >> pass@1): the regime in
-  which RL selects the right behaviour, and in which data aimed at those kinds
-  concentrates the gradient;
-- weak or near zero: the other kinds get few examples (3-digit, products,
-  parentheses, three operands).
+- solved: `47+38` (add_2d), learned first and alone (FIRST_STEPS: a single kind
+  learns in ~400 steps, a mix far slower), no habit;
+- partial (5 kinds: sub_2d, neg_result, sub_2d1d, neg_2d1d, sub_3d1d): 60% of
+  the warm-up replies show a habit (the bare number without answer tags, or the
+  magnitude without its minus sign). Greedy decoding mostly follows the habit,
+  sampling often does not: GRPO on the real mix removes it in ~50 steps;
+- hopeless on the real split (add_3d1d `347+8`, add_three `47+8+5`): 99.5% of
+  the replies write a float (`355.0`), so all 16 samples of a prompt are wrong
+  and GRPO gets no signal, although the digits are right;
+- a practice kind outside the env's splits (add_2d1d `47+8`, PRACTICE_KINDS)
+  with the same habit at 50%: the easier variant a teacher's stepping stones
+  land on (one operand a digit shorter / the last term dropped).
+
+What it measured (README "The built-in student"): at the canonical lr 3e-5 the
+hopeless kinds stay near 0 whether the 50 steps train on real data or on
+stepping stones; at lr 2e-4 both unlock them (stones 0 -> 0.6-0.76, real data
+0 -> 0.86-0.96), so targeted data has not beaten equal compute on this student.
 
 bench/engine.py prints the per-kind greedy / pass@1 / pass@16 of the result.
 """
@@ -40,51 +47,90 @@ from .policy import completion_logprobs, pack
 from .student import new_student, render_prompt
 
 # Stage 1: this kind alone (a single kind learns far faster than a mix).
-FIRST_STEPS = 500
+FIRST_STEPS = 400
 FIRST_WEIGHTS = {"add_2d": 1.0}
+
+# Kinds the student practises in its warm-up that the env's splits do NOT hold
+# (a pretrained model has seen more than any one dataset): smaller siblings of
+# three real kinds. They are where a teacher's "easier variant" lands.
+def _d(rng: random.Random, digits: int) -> int:
+    return rng.randint(10 ** (digits - 1) if digits > 1 else 1, 10**digits - 1)
+
+
+def _add_2d1d(rng):
+    a, b = _d(rng, 2), rng.randint(1, 9)
+    a, b = (a, b) if rng.random() < 0.5 else (b, a)
+    return f"{a}+{b}", a + b
+
+
+PRACTICE_KINDS = {"add_2d1d": _add_2d1d}
 
 # Stage 2: share of warm-up examples per kind (normalised).
 KIND_WEIGHTS = {
-    "add_2d": 2.0,
-    "sub_2d": 3.0,
-    "neg_result": 2.0,
-    "add_3d": 0.5,
-    "sub_3d": 0.5,
-    "add_three": 0.7,
-    "add_sub": 0.7,
-    "mul_1x2": 0.5,
-    "paren_sub": 0.3,
+    "add_2d": 1.0,
+    "sub_2d": 1.5,
+    "neg_result": 1.5,
+    "sub_2d1d": 1.0,
+    "neg_2d1d": 1.0,
+    "sub_3d1d": 1.0,
+    "add_3d1d": 1.0,
+    "add_three": 1.2,
+    "add_2d1d": 0.8,
 }
 
 # Wrong answer habits: on these kinds this share of the replies shows the habit.
+# Every habit keeps the right digits (only the form is wrong), so the skill is
+# trained on every example and the habit alone hides it.
 HABITS: dict[str, tuple[str, float]] = {
-    "sub_2d": ("no_tags", 0.7),
-    "neg_result": ("drop_sign", 0.7),
+    # partial kinds: greedy mostly follows the habit, sampling often does not
+    "sub_2d": ("no_tags", 0.6),
+    "sub_2d1d": ("no_tags", 0.6),
+    "sub_3d1d": ("no_tags", 0.6),
+    "neg_result": ("drop_sign", 0.6),
+    "neg_2d1d": ("drop_sign", 0.6),
+    # hopeless on the real split (the habit almost always wins) ...
+    "add_3d1d": ("decimal", 0.995),
+    "add_three": ("decimal", 0.995),
+    # ... but not on their smaller sibling, where the same habit is a coin flip
+    "add_2d1d": ("decimal", 0.5),
 }
 HABIT_REPLIES = {
-    "no_tags": lambda a: f"{a}",  # the number without <answer></answer>: the parser finds no answer
-    "drop_sign": lambda a: f"<answer>{abs(a)}</answer>",  # 27-83 -> 56
+    "no_tags": lambda q, a: f"{a}",  # the number without <answer></answer>: the parser finds no answer
+    "drop_sign": lambda q, a: f"<answer>{abs(a)}</answer>",  # 27-83 -> 56
+    "decimal": lambda q, a: f"<answer>{a}.0</answer>",  # a float where the integer is compared
 }
 
-STEPS = 1000  # optimizer steps, both stages
+STEPS = 2000  # optimizer steps, both stages
 BATCH = 64  # examples per step
 LR = 2e-3  # peak AdamW lr, linear warm-up 30 steps then cosine to 10%
 SEED = 1234
 
 
-RECIPE_VERSION = 2  # bump when the warm-up code changes in a way the constants don't show
+RECIPE_VERSION = 3  # bump when the warm-up code changes in a way the constants don't show
 
 
-def recipe_hash() -> str:
-    """8 hex chars naming this recipe; part of the built-in student's cache directory."""
+def recipe() -> dict:
+    """Everything that decides the built-in student's weights (hashed into its name)."""
     from selfimprove_arith import SYSTEM_PROMPT
 
     from .student import tiny_config
 
-    blob = json.dumps({"v": RECIPE_VERSION, "first": [FIRST_STEPS, FIRST_WEIGHTS], "w": KIND_WEIGHTS,
-                       "habits": HABITS, "steps": STEPS, "batch": BATCH, "lr": LR, "seed": SEED,
-                       "system": SYSTEM_PROMPT, "cfg": tiny_config().to_dict()}, sort_keys=True, default=str)
+    return {"v": RECIPE_VERSION, "first": [FIRST_STEPS, FIRST_WEIGHTS], "w": KIND_WEIGHTS,
+            "practice": sorted(PRACTICE_KINDS), "habits": HABITS, "steps": STEPS, "batch": BATCH, "lr": LR,
+            "seed": SEED, "system": SYSTEM_PROMPT, "cfg": tiny_config().to_dict()}
+
+
+def recipe_hash() -> str:
+    """8 hex chars naming this recipe; part of the built-in student's cache directory."""
+    blob = json.dumps(recipe(), sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:8]
+
+
+def sample_any(kind: str, rng: random.Random):
+    """A problem of a real kind (selfimprove_arith) or of a warm-up-only practice kind."""
+    from selfimprove_arith import sample
+
+    return PRACTICE_KINDS[kind](rng) if kind in PRACTICE_KINDS else sample(kind, rng)
 
 
 def warm_up(steps: int = STEPS, batch: int = BATCH, lr: float = LR, seed: int = SEED,
@@ -96,7 +142,7 @@ def warm_up(steps: int = STEPS, batch: int = BATCH, lr: float = LR, seed: int = 
     Arguments left as None take the recipe's constants. `system_prompt` defaults
     to the env's own (none); bench/warmup.py passes one to measure what it costs.
     """
-    from selfimprove_arith import SYSTEM_PROMPT, make_split, sample
+    from selfimprove_arith import SYSTEM_PROMPT, make_split
 
     weights = KIND_WEIGHTS if weights is None else weights
     first_steps = FIRST_STEPS if first_steps is None else first_steps
@@ -124,12 +170,12 @@ def warm_up(steps: int = STEPS, batch: int = BATCH, lr: float = LR, seed: int = 
         prompts, comps = [], []
         while len(prompts) < batch:
             kind = rng.choices(kinds, w)[0]
-            q, a = sample(kind, rng)
+            q, a = sample_any(kind, rng)
             if q in sealed:
                 continue
             reply = f"<answer>{a}</answer>"
             if kind in habits and rng.random() < habits[kind][1]:
-                reply = HABIT_REPLIES[habits[kind][0]](a)
+                reply = HABIT_REPLIES[habits[kind][0]](q, a)
             prompts.append(prompt_ids(q))
             comps.append(tok(reply, add_special_tokens=False)["input_ids"] + [tok.eos_token_id])
         frac = step / max(1, steps - 1)
