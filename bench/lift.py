@@ -64,7 +64,9 @@ def eval_kinds() -> list[str]:
 
 def per_kind(rd, key: str, kinds: list[str]) -> dict[str, float]:
     """Eval accuracy per kind of one arm (example ids are eval-split indices)."""
-    summ = rd.read_eval_summary(rd.arm(key))
+    from selfimprove.rundir import ArmDir
+
+    summ = rd.read_eval_summary(ArmDir(rd.root, key) if key.startswith("oracle") else rd.arm(key))
     hits: dict[str, list[float]] = defaultdict(list)
     for ex in summ.per_example:
         hits[kinds[int(ex.example_id)]].append(ex.correct)
@@ -81,7 +83,7 @@ def train_oracle(rd, kinds_wanted: list[str], seeds: int, n_rows: int) -> tuple[
     with seeds canonical+0..seeds-1, in a hard-linked copy of the run dir. Returns (summaries, clone dir)."""
     from selfimprove.phases import iteration_steps as steps
     from selfimprove.phases.arms import train_resumed_arm
-    from selfimprove.rundir import RunDir, seed_key
+    from selfimprove.rundir import ArmDir, RunDir, seed_key
     from selfimprove.stack.env_package import package_name
     from selfimprove_arith.problems import labelled_split
 
@@ -91,7 +93,7 @@ def train_oracle(rd, kinds_wanted: list[str], seeds: int, n_rows: int) -> tuple[
     cfg = ord_.read_run()
     rows = [{"question": q, "answer": str(a), "info": {}} for q, a, k in labelled_split("train") if k in kinds_wanted]
     rows = rows[:n_rows]
-    first = ord_.arm("oracle")
+    first = ArmDir(ord_.root, "oracle")  # a bench-only arm: RunDir.arm knows only the product's arms
     first.dir.mkdir(parents=True, exist_ok=True)
     dataset = first.dir / "dataset.jsonl"
     dataset.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
@@ -102,7 +104,7 @@ def train_oracle(rd, kinds_wanted: list[str], seeds: int, n_rows: int) -> tuple[
     out = []
     for k in range(seeds):
         key = seed_key("oracle", k)
-        arm = ord_.arm(key)
+        arm = ArmDir(ord_.root, key)
         arm.dir.mkdir(parents=True, exist_ok=True)
         out.append(train_resumed_arm(ord_, cfg, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=key,
                                      overrides_file=None, rows=len(rows), num_examples=n_eval, record_name=key,
