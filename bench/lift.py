@@ -62,11 +62,9 @@ def eval_kinds() -> list[str]:
     return [k for _, _, k in labelled_split("eval")]
 
 
-def per_kind(rd, key: str, kinds: list[str]) -> dict[str, float]:
-    """Eval accuracy per kind of one arm (example ids are eval-split indices)."""
-    from selfimprove.rundir import ArmDir
-
-    summ = rd.read_eval_summary(ArmDir(rd.root, key) if key.startswith("oracle") else rd.arm(key))
+def per_kind(rd, arm, kinds: list[str]) -> dict[str, float]:
+    """Eval accuracy per kind of one arm dir (example ids are eval-split indices)."""
+    summ = rd.read_eval_summary(arm)
     hits: dict[str, list[float]] = defaultdict(list)
     for ex in summ.per_example:
         hits[kinds[int(ex.example_id)]].append(ex.correct)
@@ -127,7 +125,7 @@ def main() -> None:
     args = ap.parse_args()
 
     from selfimprove.phases.finalize import build_table
-    from selfimprove.rundir import RunDir
+    from selfimprove.rundir import ArmDir, RunDir
     from selfimprove.stats import compare_over_seeds
 
     if args.report:
@@ -172,11 +170,11 @@ def main() -> None:
     from selfimprove.phases.compare import seed_members
 
     metrics = rd.read_metrics()
-    arm_kinds: dict[str, dict[str, float]] = {"iter_0": per_kind(rd, "iter_0", kinds)}
+    arm_kinds: dict[str, dict[str, float]] = {"iter_0": per_kind(rd, rd.arm("iter_0"), kinds)}
     for arm in ([table["best"]] if table.get("best") else []) + ["run_a", "run_b", "run_c"]:
         members = seed_members(metrics, arm)
         if members:
-            arm_kinds[f"{arm} (x{len(members)})"] = mean_kinds([per_kind(rd, m.arm, kinds) for m in members])
+            arm_kinds[f"{arm} (x{len(members)})"] = mean_kinds([per_kind(rd, rd.arm(m.arm), kinds) for m in members])
 
     oracle_summaries = []
     if args.oracle != "none" and "run_c" in {r.arm for r in metrics.iters}:
@@ -186,7 +184,7 @@ def main() -> None:
             oracle_summaries, clone = train_oracle(rd, chosen, args.oracle_seeds or cfg.seeds, args.oracle_rows)
             ord_ = RunDir(clone)
             arm_kinds[f"oracle (x{len(oracle_summaries)})"] = mean_kinds(
-                [per_kind(ord_, m.arm, kinds) for m in seed_members(ord_.read_metrics(), "oracle")])
+                [per_kind(ord_, ArmDir(ord_.root, m.arm), kinds) for m in seed_members(ord_.read_metrics(), "oracle")])
             accs = [s.eval_acc for s in oracle_summaries]
             mean = sum(accs) / len(accs)
             why = " (the kinds iter_0 fails on: eval accuracy < 0.5)" if args.oracle == "auto" else ""
