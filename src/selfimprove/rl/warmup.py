@@ -53,11 +53,9 @@ FIRST_WEIGHTS = {"add_2d": 1.0}
 # Kinds the student practises in its warm-up that the env's splits do NOT hold
 # (a pretrained model has seen more than any one dataset): smaller siblings of
 # three real kinds. They are where a teacher's "easier variant" lands.
-def _d(rng: random.Random, digits: int) -> int:
-    return rng.randint(10 ** (digits - 1) if digits > 1 else 1, 10**digits - 1)
-
-
 def _add_2d1d(rng):
+    from selfimprove_arith.problems import _d  # the env's own digit sampler
+
     a, b = _d(rng, 2), rng.randint(1, 9)
     a, b = (a, b) if rng.random() < 0.5 else (b, a)
     return f"{a}+{b}", a + b
