@@ -111,6 +111,24 @@ def test_compare_profiles_names_every_kind_out_of_tolerance():
     assert len(problems) == 2 and problems[0].startswith("a greedy") and problems[1].startswith("b pass@16")
 
 
+def test_compare_bands_names_a_kind_that_changed_band_and_ignores_drift_inside_one():
+    ref = {"k": 16, "kinds": {"solved": {"pass@1": 0.96, "pass@16": 1.0}, "partial": {"pass@1": 0.40, "pass@16": 1.0},
+                              "stuck": {"pass@1": 0.003, "pass@16": 0.05}}}
+    drifted = {"k": 16, "kinds": {"solved": {"pass@1": 0.90, "pass@16": 1.0}, "partial": {"pass@1": 0.08, "pass@16": 0.53},
+                                  "stuck": {"pass@1": 0.01, "pass@16": 0.20}}}
+    assert shipped.compare_bands(drifted, ref) == []
+    flipped = {"k": 16, "kinds": {**drifted["kinds"], "partial": {"pass@1": 0.01, "pass@16": 0.12}}}
+    assert shipped.compare_bands(flipped, ref) == [
+        "partial: hopeless (pass@1 0.01, pass@16 0.12) vs shipped learnable (pass@1 0.40, pass@16 1.00)"]
+
+
+def test_the_shipped_student_has_solved_learnable_and_hopeless_kinds():
+    """The demo's story (README, 'The built-in student') in bands: 1 solved, 5 learnable, 2 hopeless."""
+    profile = json.loads((SHIPPED / shipped.PROFILE_FILE).read_text())
+    bands = [shipped.kind_band(row, profile["k"]) for row in profile["kinds"].values()]
+    assert (bands.count("solved"), bands.count("learnable"), bands.count("hopeless")) == (1, 5, 2)
+
+
 def test_student_profile_command_measures_the_shipped_student(cli):
     res = cli("student", "profile", "--n-per-kind", "2", "--k", "2", "--json")
     assert res.exit_code == 0, res.stderr
@@ -124,23 +142,32 @@ def test_student_profile_command_measures_the_shipped_student(cli):
 def test_rebuild_from_the_recipe_reproduces_the_shipped_profile(tmp_path):
     """`selfimprove student build` into tmp_path, then its per-kind profile against profile.json.
 
-    Tolerances: the build is seeded and step-based, so on the torch version and thread
-    count of recipe.json it is expected to be bit-identical; elsewhere CPU kernels sum in
-    other orders and the last bits of the weights drift over 1000 Adam steps. The profile
-    is measured on 100 problems per kind: a proportion near 0.5 has a standard error of
-    0.05, so |greedy diff| <= 0.10 is two standard errors. pass@16 reacts to small changes
-    in the tail of the sampling distribution, so it gets 0.15.
+    What a rebuild can promise depends on the CPU kernels. On the machine, torch version
+    and thread count of recipe.json the seeded, step-based build is bit-identical
+    (measured 2026-12-01: 472 s on 2 busy cores), and then the profile must agree per
+    kind: 100 problems per kind give a proportion near 0.5 a standard error of 0.05, so
+    |greedy diff| <= 0.10 is two standard errors; pass@16 gets 0.15.
+
+    On another CPU (CI, 2026-12-01: same torch, same 2 threads, not bit-identical) the
+    kernels sum in other orders and 1000 Adam steps amplify the last bits: per kind,
+    greedy moved by up to 0.37 and pass@16 by up to 0.47, because the warm-up's answer
+    habits put greedy decoding on a knife edge. What must hold everywhere is what the
+    loop depends on: the same kinds solved, learnable and hopeless (`shipped.kind_band`).
+    Per-kind drift is then reported as a warning, not hidden.
     """
     reference = json.loads((SHIPPED / shipped.PROFILE_FILE).read_text())
     built = shipped.build_and_save(tmp_path / "tiny-arith", log=lambda s: None)
     identical = shipped.weights_identical(tmp_path / "tiny-arith", SHIPPED)
     recipe = json.loads((SHIPPED / shipped.RECIPE_FILE).read_text())
+    assert built["recipe"]["recipe_hash"] == recipe["recipe_hash"]
+    drift = shipped.compare_profiles(built["profile"], reference, greedy_tol=0.10, pass_k_tol=0.15)
     note = (f"rebuilt in {built['recipe']['build_wall_s']:.0f} s; weights bit-identical to the shipped ones: {identical} "
             f"(shipped: torch {recipe['torch']}, {recipe['threads']} threads; here: torch {built['recipe']['torch']}, "
-            f"{built['recipe']['threads']} threads)")
-    print(note)  # measured 2026-12-01: bit-identical, same torch and threads, 472 s on 2 busy cores
-    if not identical:  # allowed (see the tolerances), but shown in the summary, not only under -s
+            f"{built['recipe']['threads']} threads); per-kind drift beyond tolerance: {'; '.join(drift) or 'none'}")
+    print(note)
+    if identical:
+        assert drift == [], "; ".join(drift)
+    elif drift:  # allowed on other kernels, but shown in the summary, not only under -s
         warnings.warn(note, stacklevel=1)
-    assert built["recipe"]["recipe_hash"] == recipe["recipe_hash"]
-    problems = shipped.compare_profiles(built["profile"], reference, greedy_tol=0.10, pass_k_tol=0.15)
-    assert problems == [], "; ".join(problems)
+    bands = shipped.compare_bands(built["profile"], reference)
+    assert bands == [], "; ".join(bands)

@@ -166,6 +166,38 @@ def compare_profiles(measured: dict[str, Any], reference: dict[str, Any], *, gre
     return problems
 
 
+# The bands the loop depends on. A kind is "solved" when nearly every sample is right,
+# "hopeless" when even 16 samples rarely hold one right answer (GRPO groups are all
+# wrong: no gradient), and "learnable" in between (SwS's band). The thresholds sit
+# far from the shipped student's values so sampling noise does not flip a band.
+SOLVED_PASS_1 = 0.875
+HOPELESS_PASS_K = 0.25
+
+
+def kind_band(row: dict[str, float], k: int) -> str:
+    """solved | learnable | hopeless, from one kind's pass@1 and pass@k."""
+    if row[f"pass@{k}"] < HOPELESS_PASS_K:
+        return "hopeless"
+    return "solved" if row["pass@1"] >= SOLVED_PASS_1 else "learnable"
+
+
+def compare_bands(measured: dict[str, Any], reference: dict[str, Any]) -> list[str]:
+    """Every kind whose band differs between two profiles measured with the same settings.
+
+    This is what survives a rebuild on another CPU: per-kind accuracies drift there
+    (see `compare_profiles`), but which kinds RL can learn from must not."""
+    k = reference["k"]
+    a, b = measured["kinds"], reference["kinds"]
+    problems = [f"{kind}: only in the {'measured' if kind in a else 'reference'} profile"
+                for kind in sorted(set(a) ^ set(b))]
+    for kind in [kind for kind in b if kind in a]:
+        got, want = kind_band(a[kind], k), kind_band(b[kind], k)
+        if got != want:
+            problems.append(f"{kind}: {got} (pass@1 {a[kind]['pass@1']:.2f}, pass@{k} {a[kind][f'pass@{k}']:.2f}) "
+                            f"vs shipped {want} (pass@1 {b[kind]['pass@1']:.2f}, pass@{k} {b[kind][f'pass@{k}']:.2f})")
+    return problems
+
+
 def weights_identical(a: Path, b: Path) -> bool:
     """True when two model.safetensors hold the same tensors bit for bit."""
     import torch
