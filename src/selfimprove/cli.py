@@ -6,6 +6,7 @@ from __future__ import annotations
 import typer
 
 from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status, student
+from .commands import skill
 
 app = typer.Typer(
     name="selfimprove",
@@ -40,6 +41,7 @@ app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_o
 app.command("status")(status.command)
 app.command("note")(note.command)
 app.add_typer(student.app, name="student")
+app.add_typer(skill.app, name="skill")
 
 
 def main() -> None:
