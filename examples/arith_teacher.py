@@ -1307,7 +1307,8 @@ class ArithTeacher:
         if not 500 <= T <= 1000:
             problems.append(f"{T} rows")
         try:  # the tool's own gates, when the teacher runs inside selfimprove
-            from selfimprove.gates import check_dataset, check_near_duplicates, check_weakness_report
+            from selfimprove.gates import (check_dataset, check_diversity, check_failure_provenance, check_near_duplicates,
+                                           check_weakness_report)
         except ImportError:
             return problems
         report, gate = check_weakness_report(Path(ctx.iter_dir) / "weakness_report.md")
@@ -1316,6 +1317,9 @@ class ArithTeacher:
         problems += [f.rule for f in check_dataset(rows, report).failures]
         prior_rows = {i: _read_jsonl(Path(p) / "dataset.jsonl") for i, p in enumerate(ctx.prior_iterations, 1)}
         problems += [f.rule for f in check_near_duplicates(rows, prior_rows).failures]
+        problems += [f.rule for f in check_diversity(rows, report.fixed_axes).failures]
+        failed = _read_jsonl(Path(ctx.failures_path)) if Path(ctx.failures_path).is_file() else []
+        problems += [f.rule for f in check_failure_provenance(rows, failed).failures]
         return sorted(set(problems))
 
     # ------------------------------------------------------------ rendering
