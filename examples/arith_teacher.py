@@ -279,6 +279,18 @@ def difficulty_of(node, student_bonus=0):
     return "hard" if score >= 3 else "med" if score == 2 else "easy"
 
 
+def axes_of(node):
+    """The row's place on the seed's five Pillar 2 axes (the diversity gate reads info.axes)."""
+    f = feature_flags(node)
+    return {
+        "cover_story": "none: bare expression",  # the real questions are bare expressions
+        "depth": len(ops_post(node)) + sum(carry_vector(node)),  # operations plus carries/borrows to hold
+        "surface": "bare expression",
+        "numbers": ("zero digit" if f["zero"] else "no zero") + (", result width differs" if f["width"] else ", same width"),
+        "distractor": False,
+    }
+
+
 def place_name(k):
     return ["ones", "tens", "hundreds", "thousands"][k] if k < 4 else f"10^{k} column"
 
@@ -439,6 +451,7 @@ def build_rows(plan, seed, prior):
                     "structural_features": [label for fid, label in plan["features"] if flags[fid]],
                     "source": anchor["tag"] if anchor else "teacher-invented",
                     "reasoning": reasoning_for(node, tag),
+                    "axes": axes_of(node),
                 },
             })
     rng.shuffle(rows)
@@ -447,7 +460,7 @@ def build_rows(plan, seed, prior):
 
 GENERATOR_FUNCTIONS = [
     parse_expr, value, render, leaves, with_leaves, ops_post, shape_of, signs_of, col_add, col_sub, col_mul,
-    op_carries, carry_vector, carry_class, feature_flags, difficulty_of, place_name, explain_add, explain_sub,
+    op_carries, carry_vector, carry_class, feature_flags, difficulty_of, axes_of, place_name, explain_add, explain_sub,
     explain_mul, explain_op, reasoning_for, fits, frame_question, pool_entries, draw, build_rows,
 ]
 
@@ -470,6 +483,14 @@ FEATURE_CATALOGUE = {  # id -> (label used in rows, one-sentence definition)
     "zero": ("zero digit", "An operand or the result contains a 0 digit, a classic place-holding slip."),
 }
 
+# Pillar 2 axes a bucket cannot vary here (the report's fixed_axes): only number characteristics vary.
+FIXED_AXES = {
+    "cover_story": "the real questions are bare arithmetic expressions with no story",
+    "surface": "the real questions have one written form; another would train on text the eval never shows",
+    "distractor": "a bare expression has no room for irrelevant information",
+    "depth": "each bucket is one structure under one carry/borrow profile (the failure mode drilled), "
+             "which fixes its operations and carries",
+}
 ANCHOR_STEPS = 25  # how many final steps of the anchor's train rollouts estimate per-structure success
 TOTAL_ROWS = 800  # within the seed's 500-1000
 BUCKET_FLOOR = 0.035  # every bucket >= 3.5% (the gate's bar is 3%)
@@ -1182,6 +1203,36 @@ class ArithTeacher:
         _atomic_write(iter_dir / "weakness_report.md", self.render_report(ctx, plan, rules))
         _atomic_write(iter_dir / "gen_dataset.py", self.render_generator(ctx, plan))
         self.last_plan = plan  # what was written, including the rows gen_dataset.py will produce
+        fill = getattr(ctx, "fill_scratchpad", None)  # absent on a bare context (tests, stand-alone without a run)
+        if fill is not None:
+            fill(self.scratchpad_sections(ctx, plan), worked_prev=self.worked_line(ctx))
+
+    def scratchpad_sections(self, ctx, plan: Plan) -> dict[int, str]:
+        """Sections 1 (understanding), 3 (plan) and 4 (changes) of this iteration's scratchpad entry."""
+        st = plan.stats
+        understanding = [f"{st['failures']} failed train rollouts in failures.jsonl; success per structure measured on "
+                         f"{st['anchor_rollouts']} train rollouts of the anchor. By weighted severity:"]
+        understanding += [f"- {d.label} ({d.severity}): {d.evidence}" for d in plan.domains]
+        buckets = [f"- ({d.label}, {c.sub_label}) -> {c.rows} rows, {'train-split instances' if c.mode == 'pool' else 'fresh operands'}"
+                   for d in plan.domains for c in d.cells]
+        data = ([f"One template per bucket (the failed prompts' skeleton + the bucket's carry profile), exact solver, "
+                 f"column-by-column derivation; seed offset {plan.seed_offset}. Questions stay bare expressions like "
+                 "the real split, so the varied axes are depth (operations + carries) and number characteristics "
+                 "(zero digits, result width); no question of an earlier iteration or of failures.jsonl is reused."]
+                + buckets)
+        return {1: "\n".join(understanding), 3: "\n".join(data),
+                4: "None: no overrides.toml and no custom reward (the real rubric alone, same hyperparameters as iter_0)."}
+
+    @staticmethod
+    def worked_line(ctx) -> str | None:
+        """The previous iteration's "what worked" line, from its record (None before iteration 2)."""
+        if ctx.iteration < 2:
+            return None
+        rec = _read_json(Path(ctx.run_dir) / f"iter_{ctx.iteration - 1}" / "record.json") or {}
+        if not rec:
+            return None
+        return (f"eval_acc {rec.get('eval_acc', float('nan')):.3f}, verdict {rec.get('verdict')}; the scripted teacher "
+                f"carries over nothing by hand: iter_{ctx.iteration} re-ranks the structures on fresh train rollouts.")
 
     def plan(self, ctx, *, offset: int = 0, strict: bool = False, rules: set[str] | None = None, widen: int = 0,
              stones: bool = True) -> Plan:
@@ -1256,7 +1307,8 @@ class ArithTeacher:
         if not 500 <= T <= 1000:
             problems.append(f"{T} rows")
         try:  # the tool's own gates, when the teacher runs inside selfimprove
-            from selfimprove.gates import check_dataset, check_near_duplicates, check_weakness_report
+            from selfimprove.gates import (check_dataset, check_diversity, check_failure_provenance, check_near_duplicates,
+                                           check_weakness_report)
         except ImportError:
             return problems
         report, gate = check_weakness_report(Path(ctx.iter_dir) / "weakness_report.md")
@@ -1265,6 +1317,9 @@ class ArithTeacher:
         problems += [f.rule for f in check_dataset(rows, report).failures]
         prior_rows = {i: _read_jsonl(Path(p) / "dataset.jsonl") for i, p in enumerate(ctx.prior_iterations, 1)}
         problems += [f.rule for f in check_near_duplicates(rows, prior_rows).failures]
+        problems += [f.rule for f in check_diversity(rows, report.fixed_axes).failures]
+        failed = _read_jsonl(Path(ctx.failures_path)) if Path(ctx.failures_path).is_file() else []
+        problems += [f.rule for f in check_failure_provenance(rows, failed).failures]
         return sorted(set(problems))
 
     # ------------------------------------------------------------ rendering
@@ -1287,6 +1342,7 @@ class ArithTeacher:
             "buckets": [{"domain": d.label, "sub_domain": c.sub_label, "rows": c.rows} for d in plan.domains for c in d.cells],
             "structural_features": [{"label": FEATURE_CATALOGUE[f][0], "definition": FEATURE_CATALOGUE[f][1]} for f in plan.features],
             "custom_rewards": [],
+            "fixed_axes": FIXED_AXES,
         }
         out = ["---", _yaml(front).rstrip(), "---", ""]
         out.append(f"# Weakness report, iteration {plan.iteration} (scripted teacher `examples/arith_teacher.py`)\n")
@@ -1779,6 +1835,12 @@ class _Context:
     hub_env: dict
     prior_iterations: list
     feedback: str | None = None
+
+    def fill_scratchpad(self, sections: dict, worked_prev: str | None = None) -> list:
+        from selfimprove.scratchpad import fill_teacher_sections  # stand-alone use runs in selfimprove's venv
+
+        pad = Path(self.run_dir) / "scratchpad.md"
+        return fill_teacher_sections(pad, self.iteration, sections, worked_prev) if pad.is_file() else []
 
 
 def _main(argv: list[str] | None = None) -> int:

@@ -4,7 +4,9 @@ Each gate test breaks exactly one rule of these baselines and asserts that
 exactly that rule fails, so the baselines keep a margin on every bar:
 600 rows = 6 buckets x 100 (each 16.7% >= 3%), 50% hard, 15% easy,
 100% rows with >= 2 features, 50% with >= 3, every feature in >= 50% of rows,
-40% skeleton-sourced, and a distinct template signature per row.
+40% skeleton-sourced, and a distinct template signature per row; every bucket
+varies three of the five Pillar 2 axes (cover story, depth 2/3/4, numbers).
+Skeleton tags name `failures()`, failed prompts in another sentence frame.
 """
 
 from __future__ import annotations
@@ -68,8 +70,12 @@ def make_question(g: int, a: int, b: int) -> str:
             f"and {b} crates after lunch; how many crates are handled that day?")
 
 
-def make_rows(report: WeaknessReport | None = None, per_bucket: int = 100, pairs: list[tuple[str, str]] | None = None) -> list[dict]:
-    """Rows that pass every dataset rule for `report` (default: valid_report())."""
+def make_rows(report: WeaknessReport | None = None, per_bucket: int = 100, pairs: list[tuple[str, str]] | None = None,
+              skeleton_origins: list[tuple[int, int]] | None = None) -> list[dict]:
+    """Rows that pass every dataset rule for `report` (default: valid_report()).
+
+    Skeleton rows are tagged with `skeleton_origins` in turn (default: those of `failures()`)."""
+    origins = skeleton_origins or [(f["step"], f["idx"]) for f in failures()]
     report = report or valid_report()
     feats = [f.label for f in report.structural_features]
     if pairs is None:
@@ -88,11 +94,20 @@ def make_rows(report: WeaknessReport | None = None, per_bucket: int = 100, pairs
                     "sub_domain": sub,
                     "difficulty": "easy" if i % 20 < 3 else "med" if i % 20 < 10 else "hard",
                     "structural_features": [feats[(i + j) % len(feats)] for j in range(k)],
-                    "source": f"skeleton:train_step_100_idx_{i}" if i % 5 < 2 else "teacher-invented",
+                    "source": "skeleton:train_step_{}_idx_{}".format(*origins[i % len(origins)]) if i % 5 < 2 else "teacher-invented",
                     "reasoning": f"Morning {a} plus afternoon {b} gives {a + b}.\n<answer>{a + b}</answer>",
+                    "axes": {"cover_story": _NOUN[g % 10], "depth": 2 + i % 3, "surface": "one sentence",
+                             "numbers": "carry" if a % 10 + b % 10 >= 10 else "no carry", "distractor": False},
                 },
             })
     return rows
+
+
+def failures(n: int = 40, step: int = 100) -> list[dict]:
+    """Rows of failures.jsonl (the failed TRAIN prompts skeleton rows paraphrase): another frame than make_rows."""
+    return [{"rank": k, "step": step, "idx": k, "reward": 0.0,
+             "question": f"The warehouse received {k + 11} parcels and shipped {k % 9 + 2} before noon; how many stay?"}
+            for k in range(n)]
 
 
 _NAMES = [("Sally", "her"), ("Tom", "his"), ("Priya", "her"), ("Kenji", "his"), ("Amara", "her")]

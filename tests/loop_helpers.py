@@ -24,7 +24,9 @@ import json, sys
 sys.path.insert(0, {str(TESTS)!r})
 from gate_fixtures import make_rows, valid_report
 BREAK = {{break_rules!r}}
-rows = make_rows(valid_report())
+# Skeleton rows name real failed prompts of this iteration (step, idx from failures.jsonl).
+failed = [json.loads(line) for line in open("failures.jsonl")]
+rows = make_rows(valid_report(), skeleton_origins=[(f["step"], f["idx"]) for f in failed] or None)
 if "hard" in BREAK:
     for r in rows:
         r["info"]["difficulty"] = "med"
@@ -36,12 +38,20 @@ with open("dataset.jsonl", "w") as f:
 """
 
 
-def write_teacher_files(it_dir: Path, break_rules: tuple[str, ...] = ()) -> None:
+def write_teacher_files(it_dir: Path, break_rules: tuple[str, ...] = (), notes: bool = True) -> None:
+    """The teacher's two files and (with notes) its scratchpad sections of this iteration."""
     sys.path.insert(0, str(TESTS))
     from gate_fixtures import report_dict, write_report
 
+    from selfimprove.scratchpad import fill_teacher_sections
+
     write_report(it_dir / "weakness_report.md", report_dict())
     (it_dir / "gen_dataset.py").write_text(GENERATOR.format(break_rules=list(break_rules)))
+    if notes:
+        n = int(it_dir.name.removeprefix("iter_"))
+        fill_teacher_sections(it_dir.parent / "scratchpad.md", n,
+                              {1: "Failures drop a step.", 3: "One template per bucket.", 4: "None."},
+                              worked_prev="The fixture teacher has nothing to carry over.")
 
 
 def tree_digest(root: Path) -> str:

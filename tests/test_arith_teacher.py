@@ -25,7 +25,9 @@ import pytest
 
 from selfimprove.gates import (
     check_dataset,
+    check_diversity,
     check_eval_overlap,
+    check_failure_provenance,
     check_near_duplicates,
     check_round_trip,
     check_weakness_report,
@@ -188,6 +190,9 @@ def test_generated_rows_pass_dataset_and_round_trip_gates(world, n):
     assert gate.passed, gate.summary()
     rt = check_round_trip(rows, world["parser"].parse_answer)
     assert rt.passed, rt.summary()
+    failed = load_dataset_jsonl(world["rd"].iter(n).dir / "failures.jsonl")[0]
+    for g in (check_failure_provenance(rows, failed), check_diversity(rows, report.fixed_axes)):
+        assert g.passed, g.summary()
     per_pair = Counter((r["info"]["domain"], r["info"]["sub_domain"]) for r in rows)
     assert per_pair == {(b.domain, b.sub_domain): b.rows for b in report.buckets}
 
@@ -278,6 +283,24 @@ def test_feedback_moves_to_fresh_numbers_and_still_passes(world, tmp_path):
                  check_round_trip(rows, world["parser"].parse_answer)):
         assert gate.passed, gate.summary()
     assert rows == teacher.last_plan.rows  # the teacher's in-process self-check saw exactly these rows
+
+
+def test_teacher_fills_its_scratchpad_sections(world, tmp_path):
+    """Given a run's scratchpad (as `selfimprove run` does), the teacher replaces the placeholders of
+    sections 1, 3, 4, so the report gate's scratchpad rule passes."""
+    from selfimprove.phases.iteration_steps import append_iteration_entry
+    from selfimprove.scratchpad import unfilled_teacher_sections
+
+    shutil.copytree(world["rd"].root, tmp_path / "run")
+    rd = RunDir(tmp_path / "run")
+    append_iteration_entry(rd, 2, json.loads((rd.iter(2).dir / "analysis.json").read_text()))
+    assert len(unfilled_teacher_sections(rd.scratchpad.read_text(), 2)) == 3
+    ctx = context(rd, 2, world["hub"])
+    ctx.scratchpad_path = rd.scratchpad
+    world["teacher"].write(ctx)
+    text = rd.scratchpad.read_text()
+    assert unfilled_teacher_sections(text, 2) == []
+    assert "failed train rollouts in failures.jsonl" in text and "None: no overrides.toml" in text
 
 
 def test_toolkit_parses_solves_and_explains_random_expressions():

@@ -150,6 +150,51 @@ def test_shared_boilerplate_below_threshold_is_not_flagged():
     assert g.stats["rows_with_any_shared_ngram"] == 1
 
 
+def test_eval_question_embedded_in_a_sentence_is_flagged():
+    """A whole eval question inside a frame is caught (issue 13.3): a long one whatever surrounds it,
+    a short one (a bare expression) when the frame adds no number or operator; no eval text is shown."""
+    long_q = next(eval_questions())
+    rows = clone(BASE_ROWS)
+    # Long frames: under 50% of these rows' 8-grams are eval 8-grams, so only containment sees them.
+    intro = "Here is a practice question for the weekly quiz that the whole class will discuss together on Friday:"
+    outro = "Give the final number only, with a short justification of each of the steps you take to reach it."
+    rows[3]["question"] = f"{intro} {long_q} {outro}"
+    rows[4]["question"] = f"{intro} {long_q.upper()} Round to 2 places and explain in 3 steps. {outro}"
+    rows[5]["question"] = "Compute 91-(37-12) and give the result."
+    rows[6]["question"] = "What is 91 - ( 37 - 12 )?"
+    g = check_eval_overlap(rows, eval_questions())
+    assert g.failed_rules == {"eval_contained"}, g.summary()
+    assert g.failures[0].rows == [3, 4, 5, 6]
+    assert g.stats["contained_rows"] == 4
+    dumped = g.model_dump_json() + g.summary()
+    assert CANARY not in dumped and "wizard" not in dumped
+
+
+@pytest.mark.parametrize("question", [
+    "Compute 5+91-(37-12) and give the result.",  # a bigger problem with the eval one as a part
+    "What is (91-(37-12))*2?",
+    "Compute 91-(37-125) and give the result.",  # 125 is not 12: token boundaries hold
+    "Compute 191-(37-12) and give the result.",
+    "Sold 5 of them at the market before sunset; how many potions are left?",  # part of a long eval question
+])
+def test_short_or_partial_eval_matches_are_not_flagged(question):
+    """Containment must not fire on problems that merely include a short eval expression, or on part of one."""
+    rows = clone(BASE_ROWS)
+    rows[5]["question"] = question
+    g = check_eval_overlap(rows, eval_questions())
+    assert "eval_contained" not in g.failed_rules and g.stats["contained_rows"] == 0, g.summary()
+
+
+def test_containment_needs_three_tokens_unless_whole_row():
+    """A 1-2 token eval question ("42", "x y") counts only when it is the whole row."""
+    rows = clone(BASE_ROWS)
+    rows[0]["question"] = "What is 42?"
+    assert check_eval_overlap(rows, ["42", "hello there"]).passed
+    rows[1]["question"] = "Hello, there!"
+    g = check_eval_overlap(rows, ["42", "hello there"])
+    assert g.failures and g.failures[0].rows == [1]
+
+
 def test_eval_iterable_is_consumed_once():
     """Eval questions may be a one-shot generator (streamed from the hub, never stored)."""
     gen = eval_questions()

@@ -101,6 +101,40 @@ def test_report_gate_failure_is_listed(run: RunDir) -> None:
         iterate(run, quiet=True)
 
 
+def test_teacher_scratchpad_sections_must_not_stay_placeholders(run: RunDir) -> None:
+    """Sections 1, 3, 4 of the iteration's entry are the teacher's (3a.5): placeholders fail the report gate,
+    before anything is generated, naming each section; filled ones pass."""
+    from selfimprove.scratchpad import fill_teacher_sections
+
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    it = run.iter(1).dir
+    write_teacher_files(it, notes=False)
+    with pytest.raises(GateFailed, match="scratchpad_placeholder") as exc:
+        iterate(run, quiet=True)
+    assert "iter_1 section 1" in str(exc.value) and "section 3" in str(exc.value) and "section 4" in str(exc.value)
+    assert not (it / "dataset.jsonl").exists()
+    assert "scratchpad_placeholder" in {f["rule"] for f in json.loads((it / "report_gate.json").read_text())["failures"]}
+    left = fill_teacher_sections(run.scratchpad, 1, {1: "Carries get dropped (step 3 idx 5).", 3: "Two templates."})
+    assert left == ["iter_1 section 4 (Hyperparameter / reward changes + rationale)"]
+    with pytest.raises(GateFailed, match="section 4"):
+        iterate(run, quiet=True)
+    fill_teacher_sections(run.scratchpad, 1, {4: "None."})
+    assert iteration_steps.scratchpad_gate(run, 1).passed
+    assert "Carries get dropped (step 3 idx 5)." in run.scratchpad.read_text()
+
+
+def test_previous_iterations_what_worked_line_must_be_filled() -> None:
+    """From iteration 2 on, iteration N-1's 'what worked' line (section 5) is the teacher's too."""
+    from selfimprove.scratchpad import WORKED_PLACEHOLDER, unfilled_teacher_sections
+
+    text = (f"## Iteration 1 — t\n\n### 5. Results\n- what worked: {WORKED_PLACEHOLDER}\n\n"
+            "## Iteration 2 — t\n\n### 1. Understanding from traces\nnotes\n")
+    assert unfilled_teacher_sections(text, 2) == ["iter_1 section 5 (what worked / what didn't / carry over)"]
+    assert unfilled_teacher_sections(text.replace(WORKED_PLACEHOLDER, "drill carries"), 2) == []
+    assert unfilled_teacher_sections(text, 1) == []  # iteration 1's own line is filled after it trains
+
+
 @pytest.mark.parametrize("step", ["generate", "dataset_gate", "package", "train_resumed_arm", "record_iteration"])
 def test_resume_after_kill_inside_each_step(run: RunDir, step: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A kill (KeyboardInterrupt) inside any step; re-running finishes with the same artefacts."""

@@ -5,13 +5,32 @@ starts with an HTML comment marker, so a phase that re-runs after a kill can
 tell whether its entry is already there (`has_entry`) and never writes it twice.
 Only aggregates of eval rows ever appear here (the scratchpad is the teacher's
 reading, and eval rows are sealed); train trajectories come from train rollouts.
+
+The pre-iteration entry (3a.5) holds placeholders in the sections the teacher
+writes (TEACHER_SECTIONS) and, once the iteration is recorded, in its "what
+worked" line (WORKED_PLACEHOLDER). The report gate refuses to go on while any
+of them stays (`unfilled_teacher_sections`); teachers fill them with
+`fill_teacher_sections` (or by editing the file).
 """
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 
+from pathlib import Path
+
 from .models import EvalSummary
+from .rundir import atomic_write_text
+
+# Section number -> (heading, placeholder) of the sections the teacher writes in "## Iteration N".
+TEACHER_SECTIONS = {
+    1: ("Understanding from traces", "_teacher: what the failed train rollouts show (cite prompts by step/idx)._"),
+    3: ("Plan for the data", "_teacher: templates, diversity axes, what is reused from earlier iterations._"),
+    4: ("Hyperparameter / reward changes + rationale", "_teacher: none, or the keys in overrides.toml and why._"),
+}
+# Section 5's last line, written at record; the teacher fills it before the next iteration.
+WORKED_PLACEHOLDER = "_teacher: fill in before the next iteration._"
 
 
 def marker(key: str) -> str:
@@ -68,3 +87,49 @@ def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_fr
     if not init_from:
         lines += ["", "Train reward trajectory (20-step buckets):", "", render_trajectory(trajectory or [])]
     return "\n".join(lines) + "\n"
+
+
+def iteration_entry_span(text: str, n: int) -> tuple[int, int] | None:
+    """[start, end) of the "## Iteration n " entry: up to the next level-2 heading, or None."""
+    m = re.search(rf"(?m)^## Iteration {n} ", text)
+    if m is None:
+        return None
+    start = m.start()
+    nxt = text.find("\n## ", start + 1)
+    return start, (nxt + 1 if nxt >= 0 else len(text))
+
+
+def unfilled_teacher_sections(text: str, n: int) -> list[str]:
+    """What the teacher still has to write before iteration n's data is gated: iteration n's
+    sections 1, 3, 4, and the "what worked" line of iteration n-1's results (n >= 2)."""
+    missing = []
+    span = iteration_entry_span(text, n)
+    if span:
+        entry = text[span[0]:span[1]]
+        missing += [f"iter_{n} section {k} ({head})" for k, (head, ph) in TEACHER_SECTIONS.items() if ph in entry]
+    prev = iteration_entry_span(text, n - 1) if n >= 2 else None
+    if prev and WORKED_PLACEHOLDER in text[prev[0]:prev[1]]:
+        missing.append(f"iter_{n - 1} section 5 (what worked / what didn't / carry over)")
+    return missing
+
+
+def fill_teacher_sections(path: Path, n: int, sections: dict[int, str], worked_prev: str | None = None) -> list[str]:
+    """Replace the placeholders of iteration n's sections {1|3|4: markdown} and, with
+    `worked_prev`, iteration n-1's "what worked" line. Returns what is still unfilled.
+    Text already written by the teacher is never touched (only placeholders are)."""
+    unknown = set(sections) - set(TEACHER_SECTIONS)
+    if unknown:
+        raise ValueError(f"scratchpad sections {sorted(unknown)}: the teacher writes sections 1, 3 and 4 only")
+    text = Path(path).read_text(encoding="utf-8")
+    span = iteration_entry_span(text, n)
+    if span:
+        entry = text[span[0]:span[1]]
+        for k, body in sections.items():
+            entry = entry.replace(TEACHER_SECTIONS[k][1], body.strip() or TEACHER_SECTIONS[k][1], 1)
+        text = text[:span[0]] + entry + text[span[1]:]
+    prev = iteration_entry_span(text, n - 1) if (worked_prev and n >= 2) else None
+    if prev:
+        entry = text[prev[0]:prev[1]].replace(WORKED_PLACEHOLDER, worked_prev.strip(), 1)
+        text = text[:prev[0]] + entry + text[prev[1]:]
+    atomic_write_text(Path(path), text)
+    return unfilled_teacher_sections(text, n)

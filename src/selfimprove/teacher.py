@@ -8,7 +8,10 @@ function of ctx). Given one iteration's analysis inputs, it writes exactly:
 - `ctx.iter_dir / "gen_dataset.py"`: the generator the tool runs and gates.
 
 Optionally `overrides.toml` (per-iteration knobs, see phases/arms.py) and
-`rewards.py` (custom rewards declared in the report; linted). When a gate or
+`rewards.py` (custom rewards declared in the report; linted). It also writes
+its sections of the iteration's scratchpad entry (1 understanding, 3 plan,
+4 changes; from iteration 2 the previous entry's "what worked" line) with
+`ctx.fill_scratchpad(...)`: the report gate refuses placeholders there. When a gate or
 the generator fails, `write` is called again with `ctx.feedback` set to the
 failure list; the teacher fixes the GENERATOR, never the rows.
 
@@ -29,6 +32,7 @@ from typing import Any, Callable, Protocol
 
 from .errors import UsageError
 from .rundir import RunDir
+from .scratchpad import fill_teacher_sections
 
 
 @dataclass
@@ -43,6 +47,15 @@ class TeacherContext:
     hub_env: dict[str, Any]  # hub_env.json: the real env's stack and answer format
     prior_iterations: list[Path] = field(default_factory=list)  # earlier iter dirs
     feedback: str | None = None  # the failure list when re-called after a gate/generator failure
+    scratchpad_path: Path | None = None  # the run's scratchpad.md (None: a context without a run dir)
+
+    def fill_scratchpad(self, sections: dict[int, str], worked_prev: str | None = None) -> list[str]:
+        """Write this iteration's scratchpad sections {1: understanding, 3: plan, 4: changes} and, from
+        iteration 2, `worked_prev` into the previous entry's "what worked" line. Only placeholders are
+        replaced (what the teacher wrote before stays). Returns what is still a placeholder."""
+        if self.scratchpad_path is None or not Path(self.scratchpad_path).is_file():
+            return []
+        return fill_teacher_sections(Path(self.scratchpad_path), self.iteration, sections, worked_prev)
 
 
 class Teacher(Protocol):
@@ -60,6 +73,7 @@ def make_context(rd: RunDir, n: int, feedback: str | None = None) -> TeacherCont
         hub_env=json.loads(rd.hub_env_json.read_text(encoding="utf-8")),
         prior_iterations=[rd.iter(k).dir for k in range(1, n)],
         feedback=feedback,
+        scratchpad_path=rd.scratchpad,
     )
 
 

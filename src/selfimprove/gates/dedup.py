@@ -31,6 +31,20 @@
    generated-row indices and counts, never eval text, and its messages
    never quote a generated question (it may contain eval text).
 
+3. Eval containment (`eval_contained`): a row that embeds a whole eval
+   question in a sentence ("Compute <eval question> and give the result.")
+   shares few of its own n-grams with the eval split, so rule 2 misses it.
+   Each eval question is also hashed whole, and every window of a row's
+   tokens (same normalisation) of an eval question's length is looked up.
+   To keep false positives low on short questions:
+   - an embedded eval question of >= CONTAIN_ANY_CONTEXT_TOKENS (8) tokens is
+     flagged whatever surrounds it (eight tokens in a row, as in rule 2);
+   - a shorter one (>= CONTAIN_MIN_TOKENS = 3 tokens, e.g. a bare expression
+     "47+38") only when the rest of the row adds no number and no operator,
+     i.e. the row asks the same problem in a frame ("What is 47+38?"), not a
+     bigger problem that has it as a part ("85-(47+38)");
+   - a question of 1-2 tokens only when it is the whole row.
+
 What is not covered: synonym rewrites ("Find" vs "Compute"), reordered
 clauses, and translation. Signatures are heuristics, not semantics.
 """
@@ -43,11 +57,14 @@ from collections import Counter, defaultdict
 from typing import Any, Iterable
 
 from .common import GateFailure, GateReport, share
-from .ngram_hash import DROP, NGRAM_N, EvalNgramIndex, eval_ngram_index, question_hashes
+from .ngram_hash import DROP, NGRAM_N, EvalNgramIndex, eval_ngram_index, overlap_tokens, question_hashes
 
 MIN_TEMPLATE_WORDS = 4
 MAX_PRIOR_PARAPHRASE_SHARE = 0.02
 EVAL_MIN_OVERLAP = 0.5
+CONTAIN_MIN_TOKENS = 3  # shorter eval questions are caught only as the whole row
+CONTAIN_ANY_CONTEXT_TOKENS = NGRAM_N  # this long: flagged whatever the row adds around it
+_OPERATORS = frozenset("+-*/×÷=^%<>")
 
 NUM, NAME, PRON, STR = "<num>", "<name>", "<pron>", "<str>"
 PLACEHOLDERS = (NUM, NAME, PRON, STR)
@@ -231,6 +248,7 @@ def check_eval_overlap(
     n = index.n
 
     flagged: list[int] = []
+    contained: list[int] = []
     any_shared = 0
     for i, row in enumerate(rows):
         q = _question(row)
@@ -241,6 +259,8 @@ def check_eval_overlap(
         any_shared += hits > 0
         if grams and hits / len(grams) >= min_overlap:
             flagged.append(i)
+        elif _embeds_eval_question(overlap_tokens(q), index):
+            contained.append(i)
 
     failures = []
     if flagged and share(len(flagged), len(rows)) > max_flagged_share:
@@ -249,6 +269,12 @@ def check_eval_overlap(
             message=f"{len(flagged)} generated row(s) share >= {min_overlap:.0%} of their word {n}-grams with eval questions (eval text is never shown; drop or regenerate these rows)",
             rows=flagged,
         ))
+    if contained and share(len(contained), len(rows)) > max_flagged_share:
+        failures.append(GateFailure(
+            rule="eval_contained",
+            message=f"{len(contained)} generated row(s) contain a whole eval question inside their text (eval text is never shown; drop or regenerate these rows)",
+            rows=contained,
+        ))
     stats = {
         "n": n,
         "min_overlap": min_overlap,
@@ -256,5 +282,19 @@ def check_eval_overlap(
         "eval_ngrams": len(index.hashes),
         "rows_with_any_shared_ngram": any_shared,
         "flagged_rows": len(flagged),
+        "contained_rows": len(contained),
     }
     return GateReport.build("eval_overlap", failures, stats)
+
+
+def _embeds_eval_question(tokens: list[str], index: EvalNgramIndex) -> bool:
+    """Does the row contain a whole eval question, by the containment rules in the module docstring?"""
+    for start, length in index.contained_spans(tokens):
+        if length == len(tokens) or length >= CONTAIN_ANY_CONTEXT_TOKENS:
+            return True
+        if length < CONTAIN_MIN_TOKENS:
+            continue
+        rest = tokens[:start] + tokens[start + length:]
+        if not any(any(c.isdigit() for c in t) or t in _OPERATORS for t in rest):
+            return True  # only a frame around the eval question: the same problem
+    return False

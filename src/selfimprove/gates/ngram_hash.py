@@ -17,6 +17,11 @@ questions). A text with fewer than n tokens is hashed whole, tagged, so short
 questions (bare expressions) are compared by exact match. Hash: the first 8
 bytes of blake2b over the tokens joined by U+001F, as a big-endian int.
 Changing any of this changes every hash: bump HASH_VERSION.
+
+Containment: every eval question is also hashed whole (tag "<span>"), keyed by
+its token count, so a generated row that embeds an eval question in a sentence
+("Compute <eval question> and give the result.") is found by hashing the row's
+token windows of those lengths (`contained_spans`). Still only integers.
 """
 
 # No `from __future__ import annotations`: with string annotations a dataclass
@@ -27,7 +32,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-HASH_VERSION = 1
+HASH_VERSION = 2  # 2: whole-question span hashes for containment
 NGRAM_N = 8
 DROP = frozenset(".,;:!?'\"“”‘’`")
 _TOKEN_RE = re.compile(r"\w+|[^\w\s]")
@@ -40,6 +45,11 @@ def overlap_tokens(text: str) -> list[str]:
 
 def _hash(parts: Iterable[str]) -> int:
     return int.from_bytes(hashlib.blake2b("\x1f".join(parts).encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def span_hash(tokens: list[str]) -> int:
+    """The hash of one whole question (or one window of a row) for containment."""
+    return _hash(["<span>", *tokens])
 
 
 def question_hashes(text: str, n: int = NGRAM_N) -> list[int]:
@@ -57,23 +67,42 @@ class EvalNgramIndex:
     n: int
     n_questions: int
     hashes: frozenset
+    spans: Any = None  # {token count: frozenset of whole-question span hashes}; None = empty
     version: int = HASH_VERSION
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "n": self.n, "n_questions": self.n_questions, "hashes": sorted(self.hashes)}
+        spans = {str(k): sorted(v) for k, v in sorted((self.spans or {}).items())}
+        return {"version": self.version, "n": self.n, "n_questions": self.n_questions, "hashes": sorted(self.hashes),
+                "spans": spans}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "EvalNgramIndex":
         if data.get("version") != HASH_VERSION:
             raise ValueError(f"eval n-gram index version {data.get('version')} != {HASH_VERSION}; rebuild it")
-        return cls(n=int(data["n"]), n_questions=int(data["n_questions"]), hashes=frozenset(int(h) for h in data["hashes"]))
+        spans = {int(k): frozenset(int(h) for h in v) for k, v in (data.get("spans") or {}).items()}
+        return cls(n=int(data["n"]), n_questions=int(data["n_questions"]), hashes=frozenset(int(h) for h in data["hashes"]),
+                   spans=spans)
+
+    def contained_spans(self, tokens: list[str]) -> list[tuple[int, int]]:
+        """(start, length) of every window of `tokens` that equals a whole eval question."""
+        found = []
+        for length, hashes in (self.spans or {}).items():
+            for k in range(len(tokens) - length + 1):
+                if span_hash(tokens[k : k + length]) in hashes:
+                    found.append((k, length))
+        return found
 
 
 def eval_ngram_index(questions: Iterable[str], n: int = NGRAM_N) -> EvalNgramIndex:
     """Consume the questions once, keeping only hashes (each text is dropped after hashing)."""
     hashes: set[int] = set()
+    spans: dict[int, set[int]] = {}
     count = 0
     for q in questions:
         count += 1
         hashes.update(question_hashes(q, n))
-    return EvalNgramIndex(n=n, n_questions=count, hashes=frozenset(hashes))
+        tokens = overlap_tokens(q)
+        if tokens:
+            spans.setdefault(len(tokens), set()).add(span_hash(tokens))
+    return EvalNgramIndex(n=n, n_questions=count, hashes=frozenset(hashes),
+                          spans={k: frozenset(v) for k, v in spans.items()})

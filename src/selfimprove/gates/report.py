@@ -98,6 +98,10 @@ class WeaknessReport(_Strict):
     buckets: list[Bucket] = Field(description="one per (domain, sub_domain) pair")
     structural_features: list[Feature] = Field(description="4-6 task-specific structural features")
     custom_rewards: list[CustomReward] = Field(default_factory=list, description="optional auxiliary rewards")
+    fixed_axes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Pillar 2 axes this data cannot vary -> why (e.g. bare expressions have no cover story); see gates/diversity.py",
+    )
 
     def pairs(self) -> set[tuple[str, str]]:
         """Every (domain, sub_domain) pair the report defines."""
@@ -258,6 +262,14 @@ def report_rule_failures(report: WeaknessReport) -> list[GateFailure]:
     weight_total = sum(r.weight for r in report.custom_rewards)
     if weight_total > REWARD_MAX_TOTAL + 1e-9:
         fail("custom_reward_total_weight", f"custom reward weights sum to {weight_total:.3g}; max {REWARD_MAX_TOTAL}")
+    from .diversity import AXES, MAX_FIXED_AXES, MIN_REASON_WORDS  # the diversity gate owns the axes
+
+    bad_axes = sorted(a for a in report.fixed_axes if a not in AXES)
+    unexplained = sorted(a for a, why in report.fixed_axes.items() if a in AXES and len(why.split()) < MIN_REASON_WORDS)
+    if bad_axes or unexplained or len(report.fixed_axes) > MAX_FIXED_AXES:
+        fail("fixed_axes", f"fixed_axes: names must be among {', '.join(AXES)} (got unknown {bad_axes or 'none'}), each with a "
+             f">= {MIN_REASON_WORDS}-word reason (short: {unexplained or 'none'}), at most {MAX_FIXED_AXES} of them "
+             f"(got {len(report.fixed_axes)})")
     modes = [m.lower() for m in report.failure_modes()]
     unjustified = [r.name for r in report.custom_rewards if not any(m in r.failure_mode.lower() or r.failure_mode.lower().strip() in m for m in modes if r.failure_mode.strip())]
     if unjustified:

@@ -9,9 +9,10 @@ stopped, and editing the generator re-runs exactly what depends on it.
     1 gate       pre-iteration budget gate (the ONLY way Phase 3 ends; the budget
                  clock starts at the first iterate, run.json phase3_start_ts)
     2 analyze    failures.jsonl + analysis.json + skeletons + scratchpad entry -> stop for the teacher
-    3 report     weakness_report.md front matter gate            -> report_gate.json
+    3 report     weakness_report.md front matter gate, teacher's scratchpad sections -> report_gate.json
     4 generate   run gen_dataset.py in a subprocess              -> dataset.jsonl + generate.json
-    5 gate       every dataset rule, round trip, dedup, overlap  -> gate_report.json
+    5 gate       every dataset rule, round trip, dedup, eval overlap, provenance vs failures.jsonl,
+                 diversity axes                                  -> gate_report.json
     6 package    env package mirroring the real env, installed   -> package.json
     7 stage      iter_0's final-step trees into prime_out        -> stage.json
     8 train      rl.toml, detached job, sealed eval aggregation  -> eval_summary.json
@@ -150,7 +151,7 @@ def run_one_iteration(
 
     # 3. report gate
     note(n, "report gate")
-    report = steps.report_gate(it)
+    report = steps.report_gate(rd, it, n)
 
     # 4. generate
     if not steps.generated_is_current(it):

@@ -16,15 +16,18 @@ from pathlib import Path
 from string import Template
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
-from ..gates.common import GateReport, merge_reports
+from ..gates.common import GateFailure, GateReport, merge_reports
 from ..gates.dataset import check_dataset, load_dataset_jsonl
 from ..gates.dedup import check_eval_overlap, check_near_duplicates
+from ..gates.diversity import check_diversity
+from ..gates.provenance import check_failure_provenance
 from ..gates.ngram_hash import EvalNgramIndex
 from ..gates.report import WeaknessReport, check_weakness_report, render_report_skeleton
 from ..gates.reward_lint import lint_reward_functions
 from ..gates.roundtrip import check_round_trip
 from ..models import RunConfig
 from ..resources import project_file
+from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text
 from ..stack import verifiers_classic
 from ..stack.env_package import build_package, count_rows, file_sha256, install_and_verify, package_name
@@ -80,17 +83,17 @@ def append_iteration_entry(rd: RunDir, n: int, analysis: dict) -> None:
 
 Inputs: {analysis['n_failures_written']} failed TRAIN rollouts of {analysis['source_arm']} (steps {analysis['source_steps']}); eval_acc of {analysis['source_arm']} = {analysis['eval_acc_prev']:.3f}; train reward by length quartile: {q or 'n/a'}; share truncated {analysis.get('share_truncated')}.
 
-### 1. Understanding from traces
-_teacher: what the failed train rollouts show (cite prompts by step/idx)._
+### 1. {TEACHER_SECTIONS[1][0]}
+{TEACHER_SECTIONS[1][1]}
 
 ### 2. Buckets to focus on (domain, sub_domain -> rows)
 _filled from weakness_report.md when its gate passes._
 
-### 3. Plan for the data
-_teacher: templates, diversity axes, what is reused from earlier iterations._
+### 3. {TEACHER_SECTIONS[3][0]}
+{TEACHER_SECTIONS[3][1]}
 
-### 4. Hyperparameter / reward changes + rationale
-_teacher: none, or the keys in overrides.toml and why._
+### 4. {TEACHER_SECTIONS[4][0]}
+{TEACHER_SECTIONS[4][1]}
 
 ### 5. Results
 {RESULTS_PLACEHOLDER} {RESULTS_MARKER.format(n=n)}
@@ -111,13 +114,29 @@ def teacher_files_untouched(it: ArmDir) -> bool:
 # ---------------------------------------------------------------- 3. report gate
 
 
-def report_gate(it: ArmDir) -> WeaknessReport:
+def report_gate(rd: RunDir, it: ArmDir, n: int) -> WeaknessReport:
+    """The report's front matter, and the teacher's scratchpad sections (3a.5) written, in one report."""
     path = it.dir / "weakness_report.md"
     report, gate = check_weakness_report(path)
+    gate = merge_reports("report", [gate, scratchpad_gate(rd, n)])
     atomic_write_json(it.dir / "report_gate.json", {"report_sha256": file_sha256(path), **gate.model_dump(mode="json")})
     if not gate.passed or report is None:
         raise GateFailed(f"{path}: the report gate failed; fix these and re-run iterate:\n{gate.summary()}")
     return report
+
+
+def scratchpad_gate(rd: RunDir, n: int) -> GateReport:
+    """Rule `scratchpad_placeholder`: the sections the teacher writes may not stay placeholders."""
+    text = rd.scratchpad.read_text(encoding="utf-8", errors="replace") if rd.scratchpad.is_file() else ""
+    missing = unfilled_teacher_sections(text, n)
+    failures = []
+    if missing:
+        failures.append(GateFailure(
+            rule="scratchpad_placeholder",
+            message=(f"{rd.scratchpad}: still a placeholder: {'; '.join(missing)}; replace each '_teacher: ..._' line "
+                     f"with your notes (sections {', '.join(map(str, TEACHER_SECTIONS))}: understanding, plan, changes)"),
+        ))
+    return GateReport.build("scratchpad", failures, {"unfilled": missing})
 
 
 # ---------------------------------------------------------------- 4. generate
@@ -190,6 +209,8 @@ def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> Gate
     reports.append(check_round_trip(rows, dict(zip(reasoning, parsed)).get))
     reports.append(check_near_duplicates(rows, prior_rows(rd, n)))
     reports.append(check_eval_overlap(rows, eval_index(rd)))
+    reports.append(check_failure_provenance(rows, load_dataset_jsonl(it.dir / "failures.jsonl")[0]))
+    reports.append(check_diversity(rows, report.fixed_axes))
     by_file: dict[str, list] = {}
     for reward in report.custom_rewards:  # each declared reward is linted in the file it names
         by_file.setdefault(reward.source_file or "rewards.py", []).append(reward)

@@ -10,6 +10,7 @@ Only numeric eval fields are used (eval_summary.per_example).
 from __future__ import annotations
 
 from ..rundir import RunDir, atomic_write_text
+from ..scratchpad import WORKED_PLACEHOLDER
 from ..stats import compare_arms, seed_verdict
 from .evals import train_trajectory
 
@@ -47,7 +48,7 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**\n"
         f"- noise check: {noise}\n"
         f"- checkpoint: `{cur.checkpoint}`\n"
-        "- what worked / what didn't / carry over: _teacher: fill in before the next iteration._"
+        f"- what worked / what didn't / carry over: {WORKED_PLACEHOLDER}"
     )
     marker = RESULTS_MARKER.format(n=n)
     pad = rd.scratchpad.read_text(encoding="utf-8")
