@@ -126,7 +126,7 @@ def test_two_seeds_compare_killed_between_replicates_resumes(run: RunDir, monkey
     monkeypatch.setenv("FAKE_RL_STEP_S", "0.3")  # 4 steps: a job lives ~1.2 s, time to kill the CLI mid-job
     cli = subprocess.Popen([sys.executable, "-m", "selfimprove", "compare", "--run-dir", str(run.root),
                             "--seeds", "2", "--json"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + 120
+    deadline = time.time() + 900  # generous: 2 busy cores run seed 0 of every arm first
     while "iter_1_seed1/prime_out" not in (launches.read_text() if launches.exists() else ""):
         assert cli.poll() is None, cli.stderr.read().decode()[-2000:]
         assert time.time() < deadline, "the first seed replicate never launched"
