@@ -24,6 +24,7 @@ def command(
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", envvar="SELFIMPROVE_RUN_DIR", help="Resume this run dir instead of bootstrapping a new one.")] = None,
     control: Annotated[bool, typer.Option("--control/--no-control", help="Phase 4 Run C, the equal-compute control.")] = True,
     seeds: Annotated[Optional[int], typer.Option(min=1, help="Phase 4 training seeds for Run A, Run C and the best iteration (see `selfimprove compare --help`); recorded in run.json. Default: run.json's value, 1 for a new run.")] = None,
+    allow_no_signal: Annotated[bool, typer.Option(help="Go on even when iter_0's rewards do not spread (see `selfimprove baseline --help`).")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Run the whole loop unattended: bootstrap, introspect, baseline, iterate, compare, finalize.
@@ -53,7 +54,7 @@ def command(
         opts = options_from_params(bctx.params)
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
-    result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_)
+    result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal)
     if json_:
         print_json(result)
         return

@@ -58,15 +58,20 @@ class EvalNgramIndex:
     n_questions: int
     hashes: frozenset
     version: int = HASH_VERSION
+    # which rows were indexed: "eval_split", or "train_fallback" (the env has no eval
+    # split, so the engine evaluates its first train rows and those were indexed)
+    source: str = "eval_split"
 
     def to_json(self) -> dict[str, Any]:
-        return {"version": self.version, "n": self.n, "n_questions": self.n_questions, "hashes": sorted(self.hashes)}
+        return {"version": self.version, "n": self.n, "n_questions": self.n_questions, "hashes": sorted(self.hashes),
+                "source": self.source}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "EvalNgramIndex":
         if data.get("version") != HASH_VERSION:
             raise ValueError(f"eval n-gram index version {data.get('version')} != {HASH_VERSION}; rebuild it")
-        return cls(n=int(data["n"]), n_questions=int(data["n_questions"]), hashes=frozenset(int(h) for h in data["hashes"]))
+        return cls(n=int(data["n"]), n_questions=int(data["n_questions"]), hashes=frozenset(int(h) for h in data["hashes"]),
+                   source=str(data.get("source") or "eval_split"))
 
 
 def eval_ngram_index(questions: Iterable[str], n: int = NGRAM_N) -> EvalNgramIndex:

@@ -54,6 +54,16 @@ def is_qwen3(model: str) -> bool:
     return bool(_QWEN3.search(model))
 
 
+def evaluated_rows_note(eval_size: int | None, train_size: int | None, eval_examples: int) -> str:
+    """Which rows the engine scores every arm on (verifiers' get_eval_dataset(n) falls back to
+    get_dataset(n), the first n train rows, when the env has no eval split)."""
+    if eval_size is not None:
+        return f"eval split ({eval_size} rows)"
+    n = min(eval_examples, train_size) if train_size is not None else eval_examples
+    return (f"the first {n} train rows: the env has no eval split, so verifiers evaluates on them; "
+            "the dataset gate keeps them out of generated data, but they are also real train rows")
+
+
 def qwen3_warnings(model: str, parser_class: str, parser_config: dict) -> list[str]:
     """The seed's 3c rule, as one-line warnings (empty when it does not apply)."""
     if not is_qwen3(model):
@@ -165,6 +175,7 @@ def scratchpad_entry(h: HubEnv) -> str:
         f"- answer format: {fmt}",
         f"- data: train {h.train_size if h.train_size is not None else 'none'} rows, "
         f"eval {h.eval_size if h.eval_size is not None else 'none'} rows (eval rows sealed: count only)",
+        f"- evaluated on: {h.evaluated_rows or 'eval split'}",
         f"- warnings: {'; '.join(h.warnings) if h.warnings else 'none'}",
         f"- details (full system prompt, 3 train rows): `{Path('hub_env.json')}`",
     ]
@@ -211,6 +222,7 @@ def introspect(
             warnings=warnings,
             verifiers_version=info.get("verifiers_version"),
             introspected_at=time.time(),
+            evaluated_rows=evaluated_rows_note(info.get("eval_size"), info.get("train_size"), cfg.eval_examples),
         )
         for w in warnings:
             console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
