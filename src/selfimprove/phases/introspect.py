@@ -27,6 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 
@@ -183,9 +184,13 @@ def scratchpad_entry(h: HubEnv) -> str:
 
 
 def introspect(
-    rd: RunDir, env_path: str | None = None, timeout: float = vc.INTROSPECT_TIMEOUT_S
+    rd: RunDir, env_path: str | None = None, timeout: float = vc.INTROSPECT_TIMEOUT_S,
+    env_args: dict[str, Any] | None = None,
 ) -> IntrospectResult:
-    """Run Phase 1 on a run dir; returns what was written to hub_env.json."""
+    """Run Phase 1 on a run dir; returns what was written to hub_env.json.
+
+    `env_args` replaces run.json env_args first (then the env is introspected with them);
+    allowed only before baseline started, since iter_0 and every later arm load the env with them."""
     rd.require()
     with rd.lock("introspect"):
         cfg = rd.read_run()
@@ -195,6 +200,15 @@ def introspect(
                 f"run {rd.root} is {cfg.status}{why}; introspect runs only on a running run "
                 "(start a new one with `selfimprove bootstrap`)"
             )
+        if env_args is not None and env_args != cfg.env_args:
+            started = [p for p in (rd.iter(0).dir / "canonical_rl.toml", rd.iter(0).prime_out, rd.iter(0).eval_summary)
+                       if p.exists()]
+            if started:
+                raise UsageError(f"--env-args: {rd.run_json} env_args is fixed once baseline has started ({started[0]} "
+                                 "exists); iter_0 trained with them. Start a new run with `selfimprove bootstrap "
+                                 "--env-args ...` instead")
+            cfg.env_args = env_args
+            rd.write_run(cfg)
         python = getattr(cfg, "env_python", None) or sys.executable
         phase_line("start", "introspect")
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)

@@ -66,19 +66,23 @@ def _load_specs(blocks, split: str, cache: dict, tok, n_eval_default: int = -1) 
     return specs
 
 
-def _max_tokens(cfg_tokens: int, seq_len: int | None, context: int | None, tok, specs: list[EnvSpec], key: str) -> int:
-    """The completion budget: the config's, capped by the room the longest prompt leaves in
-    min(seq_len, the model's context). Capping by seq_len alone let a 256-position student
-    sample 2048 tokens of noise per rollout (issue 15)."""
+def _max_tokens(cfg_tokens: int | None, seq_len: int | None, context: int | None, tok, specs: list[EnvSpec],
+                key: str) -> int:
+    """The completion budget: the config's (None = no cap of its own), capped by the room the
+    longest prompt leaves in min(seq_len, the model's context). Capping by seq_len alone let a
+    256-position student sample 2048 tokens of noise per rollout (issue 15)."""
     limit = min(x for x in (seq_len, context) if x) if (seq_len or context) else None
     if limit is None or not specs:
+        if cfg_tokens is None:
+            raise ConfigError(f"{CONFIG_ERROR}: {key} is not set and neither seq_len nor the model's context "
+                              "bounds it; set it")
         return cfg_tokens
     longest = max(len(render_prompt(tok, r["prompt"])) for s in specs for r in s.rows[:200])
     if longest >= limit:
         raise ConfigError(f"{CONFIG_ERROR}: seq_len: the longest prompt of {specs[0].name} is {longest} tokens and the "
                           f"model attends over {limit} positions (min of seq_len and its context): no room for "
                           f"{key}; use a model with a longer context or shorter prompts")
-    return max(1, min(cfg_tokens, limit - longest))
+    return max(1, min(cfg_tokens or limit, limit - longest))
 
 
 def run(cfg: EngineConfig, raw: dict) -> None:
