@@ -8,7 +8,8 @@ gradient at all: the loop would still "run", train and print a table that
 measures nothing. So baseline reads, from iter_0's own output:
 
 1. the first FIRST_TRAIN_STEPS train steps: per prompt group (same env and
-   example id in a step), whether its rewards spread by more than SPREAD_EPS;
+   example id in a step), whether its rewards spread by more than SPREAD_EPS
+   (with one rollout per prompt, whether the rewards spread across prompts);
 2. the step-0 eval of the base student (rewards only; eval rows stay sealed):
    the standard deviation of its per-example rewards.
 
@@ -61,7 +62,11 @@ def learning_signal(arm: ArmDir) -> dict:
     steps = train_steps(arm)
     steps = [s for s in steps if s >= 1][:FIRST_TRAIN_STEPS]
     groups = [g for s in steps for g in _train_groups(arm.rollout_step(s) / TRAIN_FILE)]
-    spread = sum(1 for g in groups if len(g) > 1 and max(g) - min(g) > SPREAD_EPS)
+    multi = [g for g in groups if len(g) > 1]
+    spread = sum(1 for g in multi if max(g) - min(g) > SPREAD_EPS)
+    if groups and not multi:  # one rollout per prompt: no groups to compare, so the spread across prompts
+        flat = [r for g in groups for r in g]
+        spread = int(max(flat) - min(flat) > SPREAD_EPS)
     rewards: list[float] = []
     step0 = eval_file(arm, 0)
     if step0.is_file():
