@@ -21,6 +21,7 @@ from selfimprove.errors import ConfigError
 from selfimprove.gates.dedup import check_eval_overlap
 from selfimprove.models import HubEnv
 from selfimprove.phases.finalize import build_table
+from selfimprove.phases.introspect import evaluated_rows_note
 from selfimprove.phases.iteration_steps import eval_index
 from selfimprove.phases.signal import NO_SIGNAL_VERDICT, learning_signal
 from selfimprove.rundir import RunDir
@@ -70,6 +71,12 @@ TEXT_ENV_SOURCE = textwrap.dedent(
 )
 
 
+def _hub(system_prompt: str, question: str = "Copy: abc", answer: str = "abc", env_id: str = "e") -> HubEnv:
+    return HubEnv(env_id=env_id, module=env_id, source="local", env_class="SingleTurnEnv", parser_class="XMLParser",
+                  rubric_class="Rubric", rubric_funcs=[], system_prompt=system_prompt, answer_format_instruction=None,
+                  train_size=3, eval_size=None, train_samples=[{"question": question, "answer": answer}])
+
+
 @pytest.fixture
 def text_env(tmp_path, monkeypatch) -> str:
     """The copy env importable by the probe subprocesses (PYTHONPATH)."""
@@ -83,16 +90,13 @@ def text_env(tmp_path, monkeypatch) -> str:
 # ---------------------------------------------------------------- 1. decontamination without an eval split
 
 
-def test_no_eval_split_gate_indexes_the_train_rows_that_are_evaluated(text_env, new_run, cli):
-    """With no eval split, hub_env.json says the first N train rows are evaluated, the gate indexes
-    exactly those, and a generated row equal to an evaluated row fails it (one that is not passes)."""
+def test_no_eval_split_gate_indexes_the_train_rows_that_are_evaluated(text_env, new_run):
+    """With no eval split the gate indexes exactly the first N train rows (what verifiers evaluates):
+    a generated row equal to an evaluated row fails it, one equal to a later train row passes."""
     run_dir = new_run("copy", "--hub-id", text_env, "--eval-examples", "5")
-    res = cli("introspect", "--run-dir", run_dir, "--json")
-    assert res.exit_code == 0, res.stderr
-    hub = json.loads(res.stdout)
-    assert hub["eval_size"] is None and hub["evaluated_rows"].startswith("the first 5 train rows")
-
-    index = eval_index(RunDir(run_dir))
+    rd = RunDir(run_dir)
+    rd.write_hub_env(_hub("Answer inside <answer></answer>.", env_id=text_env))  # as introspect records it
+    index = eval_index(rd)  # loads the env in a fresh interpreter, hashes what it evaluates
     assert (index.source, index.n_questions) == ("train_fallback", 5)
     rows = [{"question": train_question(3)}, {"question": train_question(20)}]  # evaluated; not evaluated
     report = check_eval_overlap(rows, index)
@@ -100,6 +104,37 @@ def test_no_eval_split_gate_indexes_the_train_rows_that_are_evaluated(text_env, 
     assert report.failures[0].rows == [0]
     assert "train rows the engine evaluates (the env has no eval split)" in report.failures[0].message
     assert report.stats["indexed"].startswith("the 5 train rows")
+
+
+def test_hub_env_says_which_rows_are_evaluated():
+    assert evaluated_rows_note(12, 30, 200) == "eval split (12 rows)"
+    assert evaluated_rows_note(None, 30, 5).startswith("the first 5 train rows: the env has no eval split")
+    assert evaluated_rows_note(None, 3, 200).startswith("the first 3 train rows")
+
+
+def test_env_args_change_after_bootstrap_only_before_baseline(new_run, cli, monkeypatch):
+    """introspect --env-args replaces run.json env_args and introspects with them; refused once baseline started."""
+    from selfimprove.phases import introspect as phase
+
+    seen = []
+
+    def fake_introspect_env(env_id, env_args, **kwargs):  # the env's real loading is tested in test_introspect
+        seen.append(env_args)
+        return {"module": env_id, "env_class": "SingleTurnEnv", "parser_class": "XMLParser", "rubric_class": "Rubric",
+                "rubric_funcs": [], "system_prompt": None, "train_size": env_args.get("num_train"), "eval_size": None}
+
+    monkeypatch.setattr(phase.vc, "is_importable", lambda env_id, python=None: True)
+    monkeypatch.setattr(phase.vc, "introspect_env", fake_introspect_env)
+    run_dir = new_run("copy", "--hub-id", ENV_ID)
+    res = cli("introspect", "--run-dir", run_dir, "--env-args", '{"num_train": 12}', "--json")
+    assert res.exit_code == 0, res.stderr
+    assert seen == [{"num_train": 12}] and json.loads(res.stdout)["env_args"] == {"num_train": 12}
+    assert RunDir(run_dir).read_run().env_args == {"num_train": 12}
+    (run_dir / "iter_0").mkdir(exist_ok=True)
+    (run_dir / "iter_0" / "canonical_rl.toml").write_text("")  # baseline has started
+    res = cli("introspect", "--run-dir", run_dir, "--env-args", '{"num_train": 20}')
+    assert res.exit_code == 2 and "fixed once baseline has started" in res.stderr
+    assert RunDir(run_dir).read_run().env_args == {"num_train": 12} and len(seen) == 1
 
 
 # ---------------------------------------------------------------- 2. configs that fit the student
@@ -125,8 +160,8 @@ def test_over_long_canonical_config_fails_baseline_in_one_line_naming_the_key(ne
     run_dir = new_run("selfimprove-arith", "--config", str(path))
     res = cli("baseline", "--run-dir", run_dir)
     assert res.exit_code == 1
-    assert len(res.stderr.strip().splitlines()) == 1
-    assert "seq_len = 2048" in res.stderr and "256 positions" in res.stderr
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "seq_len = 2048" in errors[0] and "256 positions" in errors[0]
     assert not (run_dir / "iter_0" / "prime_out").exists()
 
 
@@ -154,12 +189,6 @@ def test_engine_caps_completions_by_the_models_context_not_seq_len_only():
 
 
 # ---------------------------------------------------------------- 3. text the student cannot encode
-
-
-def _hub(system_prompt: str, question: str = "Copy: abc", answer: str = "abc") -> HubEnv:
-    return HubEnv(env_id="e", module="e", source="local", env_class="SingleTurnEnv", parser_class="XMLParser",
-                  rubric_class="Rubric", rubric_funcs=[], system_prompt=system_prompt, answer_format_instruction=None,
-                  train_size=3, eval_size=None, train_samples=[{"question": question, "answer": answer}])
 
 
 def test_builtin_student_refuses_text_it_cannot_encode_before_launch():
@@ -236,16 +265,3 @@ def test_run_without_teacher_on_another_env_names_the_teachers(cli, runs_dir):
     assert res.exit_code == 2
     assert "no teacher for 'si_outside_copy_env'" in res.stderr and "write(ctx)" in res.stderr
     assert not any(runs_dir.iterdir())  # nothing bootstrapped
-
-
-def test_env_args_change_after_bootstrap_only_before_baseline(text_env, new_run, cli):
-    run_dir = new_run("copy", "--hub-id", text_env)
-    res = cli("introspect", "--run-dir", run_dir, "--env-args", '{"num_train": 12}', "--json")
-    assert res.exit_code == 0, res.stderr
-    assert json.loads(res.stdout)["train_size"] == 12
-    assert RunDir(run_dir).read_run().env_args == {"num_train": 12}
-    (run_dir / "iter_0").mkdir(exist_ok=True)
-    (run_dir / "iter_0" / "canonical_rl.toml").write_text("")  # baseline has started
-    res = cli("introspect", "--run-dir", run_dir, "--env-args", '{"num_train": 20}')
-    assert res.exit_code == 2 and "fixed once baseline has started" in res.stderr
-    assert RunDir(run_dir).read_run().env_args == {"num_train": 12}
