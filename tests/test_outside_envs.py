@@ -29,7 +29,7 @@ from selfimprove.stack import prime_rl
 from selfimprove.stack import verifiers_classic as vc
 from selfimprove.student_limits import check_env_text, check_token_budget, model_context
 
-from loop_helpers import FAKE, baseline_run  # noqa: F401
+from loop_helpers import FAKE, baseline_run, run  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_ID = "si_outside_copy_env"
@@ -265,3 +265,18 @@ def test_run_without_teacher_on_another_env_names_the_teachers(cli, runs_dir):
     assert res.exit_code == 2
     assert "no teacher for 'si_outside_copy_env'" in res.stderr and "write(ctx)" in res.stderr
     assert not any(runs_dir.iterdir())  # nothing bootstrapped
+
+
+def test_summary_names_the_split_and_the_accuracy_rule_it_used(run):
+    """No eval split: the table's split says so. No is_correct metric: it says eval_acc is reward >= 0.5."""
+    table = build_table(run)
+    assert table["rows"][0]["eval_split"] == "eval" and table["accuracy_rule"] is None
+    hub = run.read_hub_env()
+    hub.eval_size = None
+    run.write_hub_env(hub)
+    summary = json.loads(run.iter(0).eval_summary.read_text())
+    summary["correct_rule"] = "reward >= 0.5"
+    run.iter(0).eval_summary.write_text(json.dumps(summary))
+    table = build_table(run)
+    assert {r["eval_split"] for r in table["rows"]} == {"train (no eval split)"}
+    assert table["accuracy_rule"].startswith("eval_acc = share of eval examples with reward >= 0.5")
