@@ -36,7 +36,7 @@ PROMPT = "Compute the expression. Reply with the result only, as <answer>N</answ
 
 
 def greedy_per_kind(env, model, tok, kinds, system_prompt: str, n: int) -> dict[str, float]:
-    from selfimprove.rl.student import kind_problems, sampled_rewards
+    from selfimprove.rl.arith_profile import kind_problems, sampled_rewards
 
     out = {}
     model.eval()

@@ -59,3 +59,12 @@ class GateFailed(SelfImproveError):
     """A teacher file or the generated dataset failed a gate; the report lists every failure."""
 
     exit_code = 4
+
+
+class NoLearningSignal(SelfImproveError):
+    """iter_0's rewards do not spread: GRPO has nothing to learn from (baseline --allow-no-signal continues).
+
+    Exit 4, like a failed gate: it is one (a learnability gate), but it is not the teacher's to fix,
+    so it is not a GateFailed (the unattended loop would hand it to the teacher)."""
+
+    exit_code = 4

@@ -95,6 +95,10 @@ class RunConfig(FileModel):
     # Written once, never moved by re-runs or resumes; null until Phase 3 starts (and in older run.json).
     phase3_start_ts: float | None = None
 
+    # iter_0's reward spread (phases/signal.py): has_signal, verdict, the evidence, and `allowed`
+    # when the user continued with --allow-no-signal. Null until baseline checked it.
+    learning_signal: dict[str, Any] | None = None
+
     @property
     def unique_prompts_per_step(self) -> int:
         return self.batch_size // self.rollouts_per_example
@@ -175,6 +179,9 @@ class HubEnv(FileModel):
     warnings: list[str] = Field(default_factory=list)
     verifiers_version: str | None = None
     introspected_at: float | None = None
+    # What every arm is scored on, and so what the dataset gate keeps out of generated data:
+    # "eval split (N rows)", or the first N train rows when the env has no eval split.
+    evaluated_rows: str | None = None
 
     def answer_format_text(self) -> str:
         """The format sentence, or what decides the format when no sentence states it."""

@@ -27,6 +27,7 @@ Checkpoints at multiples of [ckpt] interval; evals at step 0 and at multiples of
     FAKE_RL_TORN=1            final eval file ends with a torn (half-written) line
     FAKE_RL_EVAL_ROWS=N       write N final eval rows instead of num_examples
     FAKE_RL_NO_REWARD=1       final eval rows have no reward field
+    FAKE_RL_NO_SIGNAL=1       every train and eval reward is 0.0 (a student that can do nothing)
     FAKE_RL_CANARY=STR        put STR into every eval row's prompt/completion/answer/info
     FAKE_RL_CKPT_EVERY=N      checkpoint every N steps whatever the config says
     FAKE_RL_ACC=0.4           eval accuracy (seeded, deterministic)
@@ -187,7 +188,7 @@ def main() -> None:
     for step in range(start + 1, max_steps + 1):
         time.sleep(step_s)
         rng = random.Random(step)
-        p = min(0.95, acc + 0.3 * step / max_steps)
+        p = 0.0 if os.environ.get("FAKE_RL_NO_SIGNAL") else min(0.95, acc + 0.3 * step / max_steps)
         train = [row(i // rpe, 1.0 if rng.random() < p else 0.0, train=True, canary="", step=step)
                  for i in range(min(batch, 64))]
         write_jsonl(rd / "rollouts" / f"step_{step}" / "train_rollouts.jsonl", train)

@@ -21,6 +21,7 @@ def command(
     resume: Annotated[bool, typer.Option(help="After a crash: relaunch from the last saved checkpoint (--ckpt.resume-step).")] = False,
     config: Annotated[Optional[Path], typer.Option(help="Canonical rl.toml for iter_0 (overrides run.json canonical_config).")] = None,
     cap_hours: Annotated[Optional[float], typer.Option(help="Stop the job after this many hours since launch (default: expected end + 2 h).")] = None,
+    allow_no_signal: Annotated[bool, typer.Option(help="Continue even when iter_0's rewards do not spread (no GRPO signal; exit 4 otherwise). The verdict stays in run.json and the summary.")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 2: train iter_0 on the real environment (or inherit it with --init-from) and score it.
@@ -30,6 +31,10 @@ def command(
     ATTACH to it. It never starts a second copy. After a crash it says what is on
     disk and offers --restart or --resume. Prints the eval summary on stdout
     (one JSON object with --json, without per-example scores, and no progress bar).
+
+    Exit 4 when the student gets no reward signal (no spread in iter_0's first train
+    steps' rewards): RL cannot learn on this env; use a stronger model, or pass
+    --allow-no-signal to go on anyway.
 
     Not charged to --budget: it caps Phase 3 only, and its clock starts at the
     first `selfimprove iterate`.
@@ -45,7 +50,7 @@ def command(
     if not json_:  # before Phase 3 the budget clock has not started: the line says so
         phase_line("start", "baseline", cfg.phase3_start_ts, cfg.budget_seconds)
     res = run_baseline(rd, restart=restart, resume=resume, config=str(config) if config else None,
-                       cap_hours=cap_hours, quiet=json_)
+                       cap_hours=cap_hours, quiet=json_, allow_no_signal=allow_no_signal)
     s = res.summary
     if json_:
         print_json({**s.model_dump(mode="json", exclude={"per_example"}), "already_done": res.already_done})

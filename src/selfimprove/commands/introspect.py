@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..phases.bootstrap import parse_env_args
 from ..phases.introspect import introspect
 from ..rundir import RunDir
 from ..stack.verifiers_classic import INTROSPECT_TIMEOUT_S
@@ -22,6 +23,7 @@ def command(
         typer.Option(help="Local environment project (a dir with pyproject.toml) to `pip install -e` first; skips prime. Recorded in run.json."),
     ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed for loading the env and building its datasets.")] = INTROSPECT_TIMEOUT_S,
+    env_args: Annotated[Optional[str], typer.Option(help="JSON object for load_environment: replaces run.json env_args, then introspects with them. Only before baseline starts (exit 2 after).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 1: make the real environment importable and record its stack in hub_env.json.
@@ -39,8 +41,10 @@ def command(
 
         selfimprove introspect --run-dir $RUN_DIR
         selfimprove introspect --run-dir $RUN_DIR --env-path ./environments/my_env
+        selfimprove introspect --run-dir $RUN_DIR --env-args '{"num_train": 500}'   # before baseline only
     """
-    res = introspect(RunDir(run_dir), env_path=str(env_path) if env_path else None, timeout=timeout)
+    res = introspect(RunDir(run_dir), env_path=str(env_path) if env_path else None, timeout=timeout,
+                     env_args=parse_env_args(env_args) if env_args is not None else None)
     h = res.hub_env
     if json_:
         print_json({"run_dir": str(RunDir(run_dir).root), "steps": res.steps, **h.model_dump(mode="json")})

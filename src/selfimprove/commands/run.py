@@ -10,20 +10,37 @@ import typer
 from ..errors import UsageError
 from ..phases.run import run
 from ..report.table import recommendation_line, summary_renderable
+from ..rundir import RunDir
 from ..teacher import load_teacher
 from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 from .bootstrap import options_from_params
 
 
+ARITH_TEACHER = "examples/arith_teacher.py:ArithTeacher"
+
+
+def default_teacher(env_id: str) -> str:
+    """The shipped scripted teacher, for the env it was written for; for any other env, say what to do."""
+    if env_id.split("/")[-1] == "selfimprove-arith":
+        return ARITH_TEACHER
+    raise UsageError(
+        f"--teacher: no teacher for '{env_id}'. The only shipped one, {ARITH_TEACHER}, writes arithmetic "
+        "data for selfimprove-arith. Write one: an object with write(ctx) that writes weakness_report.md and "
+        "gen_dataset.py into ctx.iter_dir from ctx.failures_path, ctx.analysis and ctx.hub_env (src/selfimprove/"
+        "teacher.py; README 'Teachers'), pass it as --teacher path/to/file.py:OBJECT, or run the phases by hand "
+        "as the agent skill does (SKILL.md)")
+
+
 @cli_errors
 def command(
     ctx: typer.Context,
     dataset: Annotated[Optional[str], typer.Argument(help="Dataset to start a new run on (omit with --run-dir).")] = None,
-    teacher: Annotated[str, typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher).")] = "examples/arith_teacher.py:ArithTeacher",
+    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher). Default: examples/arith_teacher.py:ArithTeacher, for selfimprove-arith only.")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", envvar="SELFIMPROVE_RUN_DIR", help="Resume this run dir instead of bootstrapping a new one.")] = None,
     control: Annotated[bool, typer.Option("--control/--no-control", help="Phase 4 Run C, the equal-compute control.")] = True,
     seeds: Annotated[Optional[int], typer.Option(min=1, help="Phase 4 training seeds for Run A, Run C and the best iteration (see `selfimprove compare --help`); recorded in run.json. Default: run.json's value, 1 for a new run.")] = None,
+    allow_no_signal: Annotated[bool, typer.Option(help="Go on even when iter_0's rewards do not spread (see `selfimprove baseline --help`).")] = False,
     json_: JsonOpt = False,
 ) -> None:
     """Run the whole loop unattended: bootstrap, introspect, baseline, iterate, compare, finalize.
@@ -43,7 +60,6 @@ def command(
             --batch-size 256 --teacher examples/arith_teacher.py:ArithTeacher
         selfimprove run --run-dir runs/selfimprove-arith-2026-11-29T150000Z
     """
-    write = load_teacher(teacher)
     opts = None
     if run_dir is None:
         if not dataset:
@@ -53,7 +69,11 @@ def command(
         opts = options_from_params(bctx.params)
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
-    result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_)
+    if teacher is None:
+        env_id = RunDir(run_dir).require().read_run().hub_id if run_dir else (opts.hub_id or opts.dataset)
+        teacher = default_teacher(env_id)
+    write = load_teacher(teacher)
+    result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal)
     if json_:
         print_json(result)
         return

@@ -19,7 +19,9 @@
    (e.g. "<num> + <num>" for a bare arithmetic expression): there the
    numbers ARE the problem, so only exact repeats count.
 
-2. Eval overlap. Word 8-grams (lowercased, sentence punctuation dropped,
+2. Eval overlap, against the rows the engine evaluates: the eval split, or,
+   for an env without one, the first N train rows verifiers falls back to
+   (N = the run's eval examples). Word 8-grams (lowercased, sentence punctuation dropped,
    numbers and operators kept), as in PaLM's contamination analysis: word
    n-grams ignore formatting noise that breaks char n-grams, and eight
    words in a row rarely coincide by chance. A generated row is flagged
@@ -262,11 +264,14 @@ def check_eval_overlap(
         elif _embeds_eval_question(overlap_tokens(q), index):
             contained.append(i)
 
+    # Without an eval split the engine evaluates the first train rows: those were indexed instead.
+    against = ("eval questions" if index.source == "eval_split" else
+               f"the {index.n_questions} train rows the engine evaluates (the env has no eval split)")
     failures = []
     if flagged and share(len(flagged), len(rows)) > max_flagged_share:
         failures.append(GateFailure(
             rule="eval_overlap",
-            message=f"{len(flagged)} generated row(s) share >= {min_overlap:.0%} of their word {n}-grams with eval questions (eval text is never shown; drop or regenerate these rows)",
+            message=f"{len(flagged)} generated row(s) share >= {min_overlap:.0%} of their word {n}-grams with {against} (eval text is never shown; drop or regenerate these rows)",
             rows=flagged,
         ))
     if contained and share(len(contained), len(rows)) > max_flagged_share:
@@ -276,6 +281,7 @@ def check_eval_overlap(
             rows=contained,
         ))
     stats = {
+        "indexed": against,
         "n": n,
         "min_overlap": min_overlap,
         "eval_questions": index.n_questions,

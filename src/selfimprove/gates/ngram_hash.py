@@ -69,11 +69,14 @@ class EvalNgramIndex:
     hashes: frozenset
     spans: Any = None  # {token count: frozenset of whole-question span hashes}; None = empty
     version: int = HASH_VERSION
+    # which rows were indexed: "eval_split", or "train_fallback" (the env has no eval
+    # split, so the engine evaluates its first train rows and those were indexed)
+    source: str = "eval_split"
 
     def to_json(self) -> dict[str, Any]:
         spans = {str(k): sorted(v) for k, v in sorted((self.spans or {}).items())}
         return {"version": self.version, "n": self.n, "n_questions": self.n_questions, "hashes": sorted(self.hashes),
-                "spans": spans}
+                "spans": spans, "source": self.source}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "EvalNgramIndex":
@@ -81,7 +84,7 @@ class EvalNgramIndex:
             raise ValueError(f"eval n-gram index version {data.get('version')} != {HASH_VERSION}; rebuild it")
         spans = {int(k): frozenset(int(h) for h in v) for k, v in (data.get("spans") or {}).items()}
         return cls(n=int(data["n"]), n_questions=int(data["n_questions"]), hashes=frozenset(int(h) for h in data["hashes"]),
-                   spans=spans)
+                   spans=spans, source=str(data.get("source") or "eval_split"))
 
     def contained_spans(self, tokens: list[str]) -> list[tuple[int, int]]:
         """(start, length) of every window of `tokens` that equals a whole eval question."""

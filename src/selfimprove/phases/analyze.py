@@ -29,6 +29,15 @@ FAILURE_LIMIT = 200
 MAX_STEPS_BACK = 10
 
 
+def completion_tokens(usage: object) -> int | None:
+    """Tokens of the completion: prime-rl / verifiers write `output_tokens` (a float), older
+    records `completion_tokens`; None when the record has neither."""
+    if not isinstance(usage, dict):
+        return None
+    value = usage.get("output_tokens", usage.get("completion_tokens"))
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
 def completion_text(completion: Any) -> str:
     """The assistant text of a rollout's completion (a string or a list of chat messages)."""
     if isinstance(completion, str):
@@ -77,9 +86,7 @@ def read_train_rollouts(path: Path, step: int) -> list[dict]:
                     "answer": r.get("answer"),
                     "is_truncated": bool(r.get("is_truncated", False)),
                     "completion_chars": len(text),
-                    "completion_tokens": (r.get("token_usage") or {}).get("completion_tokens")
-                    if isinstance(r.get("token_usage"), dict)
-                    else None,
+                    "completion_tokens": completion_tokens(r.get("token_usage")),
                     "metrics": r.get("metrics") or {},
                 }
             )

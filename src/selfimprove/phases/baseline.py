@@ -29,15 +29,17 @@ from pathlib import Path
 from .. import scratchpad
 from ..engines import engine_command
 from ..engines.jobs import JobExpectation, JobResult, run_training
-from ..errors import ConfigError, EvalAggregationError, JobFailed, RunDirError, UsageError
+from ..errors import ConfigError, EvalAggregationError, JobFailed, NoLearningSignal, RunDirError, UsageError
 from ..models import EvalSummary, HubEnv, RunConfig
 from ..resources import project_configs_dirs
 from ..rundir import ArmDir, RunDir, atomic_write_text, read_model, sorted_steps, write_model
 from ..stack import prime_rl
 from ..stats import wilson_interval
+from ..student_limits import check_env_text, check_token_budget, model_context
 from ..ui import console
 from .bootstrap import check_init_from
 from .evals import EVAL_FILE, aggregate_eval, record_summary, summarize, train_reward_mean, train_trajectory
+from .signal import NO_SIGNAL_VERDICT, learning_signal
 
 CANONICAL_COPY = "canonical_rl.toml"  # iter_0/: the config iter_0 trained with
 
@@ -55,8 +57,11 @@ def _note(quiet: bool, msg: str) -> None:
 
 
 def run_baseline(rd: RunDir, *, restart: bool = False, resume: bool = False, config: str | None = None,
-                 cap_hours: float | None = None, quiet: bool = False) -> BaselineResult:
-    """Run Phase 2 to completion (or attach to its running job); idempotent."""
+                 cap_hours: float | None = None, quiet: bool = False, allow_no_signal: bool = False) -> BaselineResult:
+    """Run Phase 2 to completion (or attach to its running job); idempotent.
+
+    Raises NoLearningSignal when iter_0's rewards do not spread (phases/signal.py), unless
+    `allow_no_signal`; the verdict is kept in run.json either way."""
     rd.require()
     if cap_hours is not None and cap_hours <= 0:
         raise UsageError(f"--cap-hours {cap_hours}: must be > 0")
@@ -72,8 +77,33 @@ def run_baseline(rd: RunDir, *, restart: bool = False, resume: bool = False, con
         elif summary is None:
             summary, job = _train(rd, arm, cfg, restart=restart, resume=resume, config=config,
                                   cap_hours=cap_hours, quiet=quiet)
+        if summary.source == "trained":
+            check_learning_signal(rd, arm, allow_no_signal, quiet)
         _bookkeep(rd, arm, cfg, summary)
         return BaselineResult(summary=summary, already_done=already, job=job)
+
+
+def check_learning_signal(rd: RunDir, arm: ArmDir, allow: bool, quiet: bool) -> dict:
+    """Record iter_0's learning signal in run.json; stop the run (exit 4) when there is none,
+    unless `allow` (then the verdict stays recorded, and finalize prints it instead of a result)."""
+    cfg = rd.read_run()
+    signal = cfg.learning_signal or learning_signal(arm)
+    if not signal.get("has_signal") and allow and not signal.get("allowed"):
+        signal = {**signal, "allowed": True}
+    if signal != cfg.learning_signal:
+        cfg.learning_signal = signal
+        rd.write_run(cfg)
+    if signal.get("has_signal"):
+        return signal
+    evidence = (f"{signal['train_groups_with_spread']}/{signal['train_groups']} prompt groups of train steps "
+                f"{signal['train_steps'] or 'none'} have any reward spread; step-0 eval reward sd "
+                f"{signal['eval_step0_reward_sd']} over {signal['eval_step0_examples']} examples")
+    if not signal.get("allowed"):
+        raise NoLearningSignal(f"iter_0: {NO_SIGNAL_VERDICT} ({evidence}); recorded in {rd.run_json} learning_signal; "
+                               f"to continue anyway: selfimprove baseline --run-dir {rd.root} --allow-no-signal")
+    _note(quiet, f"warning: {NO_SIGNAL_VERDICT} ({evidence}); continuing because of --allow-no-signal: "
+                 "no result of this run is evidence of learning")
+    return signal
 
 
 def _valid_summary(rd: RunDir, arm: ArmDir) -> EvalSummary | None:
@@ -147,7 +177,8 @@ def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, 
             f"pass --config PATH, set PRIME_RL_DIR, or run `selfimprove introspect --run-dir {rd.root}` so one is generated from hub_env.json"
         )
     else:
-        prime_rl.write_toml(frozen, prime_rl.canonical_from_hub_env(hub.env_id, hub.env_args, cfg.model))
+        context, _ = model_context(cfg.model)  # caps seq_len and the completion budget for a small student
+        prime_rl.write_toml(frozen, prime_rl.canonical_from_hub_env(hub.env_id, hub.env_args, cfg.model, context=context))
         _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} paths); generated {frozen} from hub_env.json")
         origin = str(frozen)
     if cfg.canonical_config != origin:
@@ -183,10 +214,16 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     overlay = prime_rl.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
     overrides = prime_rl.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
                                             rollouts_per_example=cfg.rollouts_per_example, canonical=canonical)
+    merged = prime_rl.deep_merge(prime_rl.deep_merge(canonical, overlay), overrides)
     try:  # what the engine will see: canonical <- overlay <- CLI
-        prime_rl.validate_config(prime_rl.deep_merge(prime_rl.deep_merge(canonical, overlay), overrides))
+        prime_rl.validate_config(merged)
     except ConfigError as e:
         raise ConfigError(f"iter_0 config (canonical {canonical_path} + overlay + overrides): {e}") from None
+    # Before launch: the config fits the student's context, and (for a character-level
+    # student) the env's text is encodable and its prompts leave room for a completion.
+    check_token_budget(merged, cfg.model, f"canonical config {canonical_path}")
+    if hub is not None:
+        check_env_text(hub, cfg.model, prime_rl.get_path(merged, "seq_len"), f"{rd.hub_env_json}")
     prime_rl.write_toml(arm.eval_overlay, overlay, partial=True)
     cmd = engine_command(cfg) + prime_rl.rl_command_args([canonical_path, arm.eval_overlay], overrides, arm.prime_out)
     job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet)

@@ -42,6 +42,10 @@ from ..report.table import comparison_lines, seed_test_lines
 from ..rundir import RunDir, split_seed_key
 from ..stats import ALPHA, UNMEASURED, compare_arms, compare_over_seeds, one_sample_t_test
 from .compare import ARM_LABELS, pick_best, seed_members
+from .evals import RULE_REWARD
+from .signal import NO_SIGNAL_VERDICT
+
+NO_EVAL_SPLIT = "train (no eval split)"
 
 SELECTION_CAVEAT = (
     "BEST_ITER is the maximum over {k} iteration(s) scored on the same {n} eval examples, so its own figure is "
@@ -174,18 +178,50 @@ def build_table(rd: RunDir) -> dict[str, Any]:
     if caveat and n_iters > 1 and len(groups.get(best_arm, [])) > 1:
         caveat += (f" {best_arm}'s seed 0 is that selected run, so its mean over seeds leans optimistic too; "
                    "its other seeds and Run A's are free of the selection.")
+    hub = rd.read_hub_env() if rd.hub_env_json.is_file() else None
+    if hub is not None and hub.eval_size is None:  # verifiers scored every arm on its first train rows
+        for r in rows:
+            r["eval_split"] = NO_EVAL_SPLIT
+        if caveat:
+            caveat = caveat.replace("full eval split", f"{NO_EVAL_SPLIT}, {hub.evaluated_rows or 'the first train rows'}")
+    no_signal = _no_signal(rd)
+    if no_signal:  # the run went on with --allow-no-signal: nothing below measures learning
+        recommendation = {"arm": None, "status": "none", "checkpoint": None, "test": None,
+                          "text": f"no model recommended: {no_signal}"}
     measured = any(r["n_seeds"] >= 2 for r in rows)
     return {"rows": rows, "best": best_arm, "recommended": recommendation["arm"] if recommendation else None,
             "recommendation": recommendation, "seeds_measured": measured, "seed_tests": seed_tests,
             "comparisons": _paired_tests(rd, best_arm, groups), "caveat": caveat,
-            "seed_caveat": None if measured else UNMEASURED_CAVEAT}
+            "seed_caveat": None if measured else UNMEASURED_CAVEAT, "no_signal": no_signal,
+            "accuracy_rule": _accuracy_rule(rd)}
+
+
+def _no_signal(rd: RunDir) -> str | None:
+    """The no-signal verdict when iter_0 had no reward spread (phases/signal.py), else None."""
+    signal = rd.read_run().learning_signal or {}
+    if signal and not signal.get("has_signal", True):
+        return (f"{NO_SIGNAL_VERDICT} (iter_0: {signal.get('train_groups_with_spread')}/{signal.get('train_groups')} "
+                "train prompt groups with any reward spread; continued with --allow-no-signal, so no figure "
+                "below is evidence of learning)")
+    return None
+
+
+def _accuracy_rule(rd: RunDir) -> str | None:
+    """Says what eval_acc means when the env has no is_correct metric: a threshold on the reward."""
+    summary = _summary(rd, "iter_0")
+    if summary is not None and summary.correct_rule == RULE_REWARD:
+        return ("eval_acc = share of eval examples with reward >= 0.5: the env's rubric reports no is_correct "
+                "metric, so on a continuous reward this is a threshold, not exact correctness (see eval_reward_mean)")
+    return None
 
 
 def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    lines = [f"## Final summary — {ts}", "",
-             "| arm | rows | eval_acc (mean ± sd over seeds) | seeds | 95% CI | n eval examples (split) | checkpoint (in the run dir) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [f"## Final summary — {ts}", ""]
+    if table.get("no_signal"):
+        lines += [f"**NOT A RESULT: {table['no_signal']}**", ""]
+    lines += ["| arm | rows | eval_acc (mean ± sd over seeds) | seeds | 95% CI | n eval examples (split) | checkpoint (in the run dir) |",
+              "|---|---|---|---|---|---|---|"]
     for r in table["rows"]:
         mark = " **<- best**" if r["best"] else ""
         sd = f" ± {r['eval_acc_sd']:.3f}" if r["eval_acc_sd"] is not None else ""
@@ -200,6 +236,8 @@ def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
     if phase4_errors:
         lines.append("\nPhase 4 arms that failed (not in the table): "
                      + "; ".join(f"{e.arm}: {e.error}" for e in phase4_errors))
+    if table.get("accuracy_rule"):
+        lines.append(f"\nNote: {table['accuracy_rule']}")
     rec = table["recommendation"]
     if rec:
         lines.append(f"\nRecommendation ({rec['status']}): {rec['text']}")

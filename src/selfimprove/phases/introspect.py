@@ -27,6 +27,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from rich.markup import escape
 
@@ -52,6 +53,16 @@ class IntrospectResult:
 def is_qwen3(model: str) -> bool:
     """The seed's 'Qwen3 variant': any model id or path naming Qwen3."""
     return bool(_QWEN3.search(model))
+
+
+def evaluated_rows_note(eval_size: int | None, train_size: int | None, eval_examples: int) -> str:
+    """Which rows the engine scores every arm on (verifiers' get_eval_dataset(n) falls back to
+    get_dataset(n), the first n train rows, when the env has no eval split)."""
+    if eval_size is not None:
+        return f"eval split ({eval_size} rows)"
+    n = min(eval_examples, train_size) if train_size is not None else eval_examples
+    return (f"the first {n} train rows: the env has no eval split, so verifiers evaluates on them; "
+            "the dataset gate keeps them out of generated data, but they are also real train rows")
 
 
 def qwen3_warnings(model: str, parser_class: str, parser_config: dict) -> list[str]:
@@ -165,6 +176,7 @@ def scratchpad_entry(h: HubEnv) -> str:
         f"- answer format: {fmt}",
         f"- data: train {h.train_size if h.train_size is not None else 'none'} rows, "
         f"eval {h.eval_size if h.eval_size is not None else 'none'} rows (eval rows sealed: count only)",
+        f"- evaluated on: {h.evaluated_rows or 'eval split'}",
         f"- warnings: {'; '.join(h.warnings) if h.warnings else 'none'}",
         f"- details (full system prompt, 3 train rows): `{Path('hub_env.json')}`",
     ]
@@ -172,9 +184,13 @@ def scratchpad_entry(h: HubEnv) -> str:
 
 
 def introspect(
-    rd: RunDir, env_path: str | None = None, timeout: float = vc.INTROSPECT_TIMEOUT_S
+    rd: RunDir, env_path: str | None = None, timeout: float = vc.INTROSPECT_TIMEOUT_S,
+    env_args: dict[str, Any] | None = None,
 ) -> IntrospectResult:
-    """Run Phase 1 on a run dir; returns what was written to hub_env.json."""
+    """Run Phase 1 on a run dir; returns what was written to hub_env.json.
+
+    `env_args` replaces run.json env_args first (then the env is introspected with them);
+    allowed only before baseline started, since iter_0 and every later arm load the env with them."""
     rd.require()
     with rd.lock("introspect"):
         cfg = rd.read_run()
@@ -184,6 +200,15 @@ def introspect(
                 f"run {rd.root} is {cfg.status}{why}; introspect runs only on a running run "
                 "(start a new one with `selfimprove bootstrap`)"
             )
+        if env_args is not None and env_args != cfg.env_args:
+            started = [p for p in (rd.iter(0).dir / "canonical_rl.toml", rd.iter(0).prime_out, rd.iter(0).eval_summary)
+                       if p.exists()]
+            if started:
+                raise UsageError(f"--env-args: {rd.run_json} env_args is fixed once baseline has started ({started[0]} "
+                                 "exists); iter_0 trained with them. Start a new run with `selfimprove bootstrap "
+                                 "--env-args ...` instead")
+            cfg.env_args = env_args
+            rd.write_run(cfg)
         python = getattr(cfg, "env_python", None) or sys.executable
         phase_line("start", "introspect")
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)
@@ -211,6 +236,7 @@ def introspect(
             warnings=warnings,
             verifiers_version=info.get("verifiers_version"),
             introspected_at=time.time(),
+            evaluated_rows=evaluated_rows_note(info.get("eval_size"), info.get("train_size"), cfg.eval_examples),
         )
         for w in warnings:
             console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)

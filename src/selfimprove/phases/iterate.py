@@ -28,11 +28,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from ..errors import GateFailed, TeacherActionNeeded
+from ..errors import GateFailed, NoLearningSignal, TeacherActionNeeded
 from ..models import RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json
 from . import iteration_steps as steps
 from .analyze import analyze_failures
+from .signal import NO_SIGNAL_VERDICT
 
 StopKind = Literal["teacher", "ended", "iteration_done"]
 
@@ -110,6 +111,10 @@ def iterate(
                 return IterateResult("ended", current_iteration(rd), f"Phase 3 is over (status {cfg.status}); next: selfimprove compare --run-dir {rd.root}")
             if not rd.iter(0).eval_summary.is_file():
                 raise TeacherActionNeeded(f"{rd.iter(0).eval_summary}: missing; run `selfimprove baseline --run-dir {rd.root}` first")
+            signal = cfg.learning_signal or {}
+            if signal and not signal.get("has_signal") and not signal.get("allowed"):
+                raise NoLearningSignal(f"iter_0: {NO_SIGNAL_VERDICT} ({rd.run_json} learning_signal); to continue "
+                                       f"anyway: selfimprove baseline --run-dir {rd.root} --allow-no-signal")
             cfg = start_phase3_clock(rd, cfg)
             n = current_iteration(rd)
             result = run_one_iteration(rd, cfg, n, restart=restart, resume=resume, quiet=quiet,

@@ -228,17 +228,22 @@ def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> Gate
 
 
 def eval_index(rd: RunDir) -> EvalNgramIndex:
-    """The eval split's n-gram hashes, cached in the run dir (hashes only: no eval text on disk)."""
+    """n-gram hashes of the rows the engine evaluates, cached in the run dir (hashes only: no eval text on disk).
+
+    The eval split; for an env without one, the first `eval_examples` train rows, which
+    verifiers evaluates instead (and which the gate must then keep out of generated data).
+    """
     hub = rd.read_hub_env()
+    cfg = rd.read_run()
     cache = rd.root / "eval_ngrams.json"
-    key = {"env_id": hub.env_id, "env_args": hub.env_args}
+    key = {"env_id": hub.env_id, "env_args": hub.env_args, "fallback_examples": cfg.eval_examples}
     data = _read_json(cache)
     if data and data.get("key") == key:
         try:
             return EvalNgramIndex.from_json(data["index"])
         except (KeyError, ValueError):
             pass  # an older hashing version: rebuild
-    index = verifiers_classic.eval_question_ngrams(hub.env_id, hub.env_args)
+    index = verifiers_classic.eval_question_ngrams(hub.env_id, hub.env_args, fallback_examples=cfg.eval_examples)
     atomic_write_json(cache, {"key": key, "index": index.to_json()})
     return index
 

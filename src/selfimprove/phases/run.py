@@ -56,7 +56,7 @@ def _timed(rd: RunDir, name: str, fn: Callable[[], Any], timings: dict[str, floa
 
 
 def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
-             seeds: int | None = None, quiet: bool = False) -> dict[str, Any]:
+             seeds: int | None = None, quiet: bool = False, allow_no_signal: bool = False) -> dict[str, Any]:
     """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings.
 
     `seeds` (Phase 4 training seeds) is written to run.json first, so a resumed run keeps it."""
@@ -67,7 +67,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
         _timed(rd, "introspect", lambda: introspect(rd), timings)
     if rd.read_run().status == "aborted":
         return {**finalize(rd), "timings_s": timings}
-    _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet), timings)
+    _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal), timings)
 
     attempts: dict[int, int] = {}
     feedback: str | None = None
@@ -104,7 +104,8 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
 
 
 def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[TeacherContext], None],
-        *, control: bool = True, seeds: int | None = None, quiet: bool = False) -> dict[str, Any]:
+        *, control: bool = True, seeds: int | None = None, quiet: bool = False,
+        allow_no_signal: bool = False) -> dict[str, Any]:
     """Bootstrap (unless resuming an existing run dir), then drive the run to its end."""
     if run_dir is None:
         if opts is None:
@@ -114,4 +115,5 @@ def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[
             console.print(f"run dir: {rd.root}")
     else:
         rd = RunDir(run_dir).require()
-    return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, seeds=seeds, quiet=quiet)}
+    return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, seeds=seeds, quiet=quiet,
+                                                allow_no_signal=allow_no_signal)}

@@ -95,6 +95,10 @@ def summary_renderable(table: dict) -> Group:
         t.add_row(label, r["rows"], f"{r['eval_acc']:.3f}", sd, str(r.get("n_seeds", 1)), f"[{lo:.3f}, {hi:.3f}]",
                   str(r["n_eval"]), ckpt, style=style)
     parts: list = [t]
+    if table.get("no_signal"):  # never let a run without a learning signal read like a result
+        parts.insert(0, Text(f"NOT A RESULT: {table['no_signal']}", style="bold red"))
+    if table.get("accuracy_rule"):
+        parts.append(Text("note: " + table["accuracy_rule"], style="dim"))
     if rows:
         parts.append(Text("95% CI: Wilson over eval examples for a one-seed arm; t interval of the mean over seeds "
                           "for an arm with several seeds.", style="dim"))

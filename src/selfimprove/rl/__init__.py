@@ -4,7 +4,8 @@ prime-rl's `rl` command, TOML and output contract (seed dialect).
     cli.py         entry point: argv -> config -> run; exit codes; "RL training finished!"
     config.py      the honoured subset of prime-rl's keys (EngineConfig), ignored-key notes
     train.py       the run, top to bottom: sample -> score -> update -> write -> eval -> checkpoint
-    student.py     tiny Qwen3 + char tokenizer + chat template; built-in ids, cache; per-kind pass@k
+    student.py     tiny Qwen3 + char tokenizer + chat template; built-in ids, cache
+    arith_profile.py  per-kind pass@k of a student on selfimprove-arith (profile.json, bench)
     warmup.py      the seeded supervised warm-up that makes `selfimprove/tiny-arith`
     policy.py      sampling loop and completion log-probs (shared-prefix trick)
     rollouts.py    prompts from env splits, scoring with the env's own rubric, prime-rl records

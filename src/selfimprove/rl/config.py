@@ -21,7 +21,10 @@ Honoured keys (everything else valid is ignored with a note):
     [trainer.optim] lr, weight_decay, betas1, betas2, max_norm
 
 Engine defaults where prime-rl's are GPU-scale: lr 3e-5 (prime-rl's 1e-6 does
-nothing to a 1M-parameter student in 100 steps), max_completion_tokens 24.
+nothing to a 1M-parameter student in 100 steps). No env-specific defaults: [model]
+name is required (prime-rl's default, a hub model, cannot be downloaded here), and
+max_completion_tokens unset means, as in prime-rl, whatever room the prompt leaves
+in min(seq_len, the model's context) (train.py caps every budget by that room).
 Eval sampling: greedy unless [orchestrator.eval.sampling] temperature > 0.
 """
 
@@ -36,7 +39,7 @@ from ..errors import ConfigError
 from ..stack.prime_rl import CONFIG_ERROR, get_path, gpu_only_keys, is_true, validate_config
 
 DEFAULT_LR = 3e-5
-DEFAULT_MAX_TOKENS = 24
+DEFAULT_MAX_TOKENS = None  # None = the room the longest prompt leaves in min(seq_len, model context)
 DEFAULT_BATCH = 128  # prime-rl's default [orchestrator] batch_size
 DEFAULT_ROLLOUTS = 1  # prime-rl's default rollouts_per_example
 DEFAULT_EVAL_INTERVAL = 100
@@ -81,7 +84,7 @@ class EvalConfig(BaseModel):
     rollouts_per_example: int = 1
     eval_base_model: bool = True  # also evaluate at step 0
     skip_eval_on_resume: bool = True  # no eval at the resume step itself
-    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
     temperature: float = 0.0  # 0 = greedy
     envs: list[EnvBlock]
 
@@ -103,7 +106,7 @@ class EngineConfig(BaseModel):
     batch_size: int  # rollouts per step
     rollouts_per_example: int
     seed: int = 0
-    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_tokens: int | None = DEFAULT_MAX_TOKENS
     temperature: float = 1.0
     train_envs: list[EnvBlock]
     eval: EvalConfig | None = None
@@ -191,6 +194,11 @@ def resolve(cfg: dict) -> EngineConfig:
     if batch is None:
         raise ConfigError(f"{CONFIG_ERROR}: orchestrator.token_batch_size is not supported by the CPU engine; set orchestrator.batch_size")
 
+    model_name = get_path(cfg, "model.name")
+    if not model_name:
+        raise ConfigError(f"{CONFIG_ERROR}: model.name is not set; name a local Hugging Face directory or a built-in "
+                          "id (selfimprove/tiny-arith): the CPU engine downloads nothing")
+
     eval_cfg = None
     if isinstance(get_path(cfg, "orchestrator.eval"), dict):
         ev = get_path(cfg, "orchestrator.eval")
@@ -218,7 +226,7 @@ def resolve(cfg: dict) -> EngineConfig:
         clean_output_dir=is_true(get_path(cfg, "clean_output_dir", False)),
         max_steps=max_steps,
         seq_len=_int(cfg, "seq_len"),
-        model_name=str(get_path(cfg, "model.name", "selfimprove/tiny-arith")),
+        model_name=str(model_name),
         ckpt=ckpt,
         ckpt_interval=_int(cfg, "ckpt.interval"),
         resume_step=_int(cfg, "ckpt.resume_step"),

@@ -66,6 +66,29 @@ def split_rows(env, split: str, n: int = -1) -> list[dict]:
     return rows
 
 
+def check_encodable(tok, spec: "EnvSpec", split: str) -> None:
+    """Refuse an env whose prompts or answers the tokenizer maps to <unk>.
+
+    The built-in students' tokenizer knows printable ASCII only; decoding skips
+    <unk>, so an accented prompt would be read with holes and an accented answer
+    could never be written: the run would measure nothing. Tokenizers without an
+    unknown token (byte-level BPE) encode everything and are not checked.
+    """
+    unk = tok.unk_token_id
+    if unk is None:
+        return
+    texts: list[str] = []
+    for r in spec.rows:
+        texts += [m["content"] for m in r["prompt"] if isinstance(m, dict) and isinstance(m.get("content"), str)]
+        texts.append(str(r["answer"]))
+    for text, ids in zip(texts, tok(texts, add_special_tokens=False)["input_ids"]):
+        if unk in ids:
+            bad = sorted({c for c in text if unk in tok(c, add_special_tokens=False)["input_ids"]})
+            shown = ", ".join(repr(c) for c in bad[:5]) or "its text"
+            raise ConfigError(f"env '{spec.id}' ({split} split): the model's tokenizer cannot encode {shown} (it would "
+                              "read <unk> and never write them); use a model whose tokenizer covers the env's text")
+
+
 # ------------------------------------------------------------------ scoring
 
 

@@ -85,7 +85,7 @@ def recipe_record(build_wall_s: float) -> dict[str, Any]:
 def measure_profile(model_path: Path, *, n_per_kind: int = PROFILE_N_PER_KIND, k: int = PROFILE_K,
                     seed: int = PROFILE_SEED) -> dict[str, Any]:
     """profile.json: per-kind greedy / pass@1 / pass@k of the weights in `model_path`, with the settings."""
-    from .student import per_kind_pass_at_k
+    from .arith_profile import per_kind_pass_at_k
 
     started = time.perf_counter()
     kinds = per_kind_pass_at_k(Path(model_path), k=k, n_per_kind=n_per_kind, temperature=PROFILE_TEMPERATURE, seed=seed)

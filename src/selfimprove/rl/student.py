@@ -23,7 +23,8 @@ lock file, so concurrent first uses wait for one builder and a killed build
 leaves nothing half-written. SELFIMPROVE_NO_STUDENT_BUILD=1 (set by the test
 suite) turns that build into an error.
 
-    python -c "from selfimprove.rl.student import per_kind_pass_at_k as f; print(f('selfimprove/tiny-arith'))"
+Measuring a student on selfimprove-arith (per-kind pass@k) lives in arith_profile.py:
+nothing here knows any environment.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import random
 import shutil
 import string
 import tempfile
@@ -195,64 +195,3 @@ def resolve_model(name: str, log=print) -> Path:
             f"({', '.join(BUILTIN_IDS)}); the CPU engine does not download models"
         )
     raise ConfigError(f"model.name '{name}': no config.json in that directory")
-
-
-# ------------------------------------------------------------------ measurement
-
-
-def kind_problems(tok, kind: str, n: int, rng_label: str, system_prompt: str | None) -> tuple[list[dict], list[list[int]]]:
-    """`n` fresh selfimprove-arith problems of one kind (seeded by `rng_label`), as rows
-    the env's rubric scores and as prompt token ids rendered the way the env renders them."""
-    from selfimprove_arith import sample
-
-    rng = random.Random(rng_label)
-    system_turn = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    rows = [{"prompt": system_turn + [{"role": "user", "content": q}], "answer": str(a), "info": {}, "example_id": i}
-            for i, (q, a) in enumerate(sample(kind, rng) for _ in range(n))]
-    return rows, [render_prompt(tok, r["prompt"]) for r in rows]
-
-
-@torch.no_grad()
-def sampled_rewards(env, model, tok, rows: list[dict], ids: list[list[int]], *, temperature: float,
-                    max_new_tokens: int = 24, generator: torch.Generator | None = None) -> list[float]:
-    """One completion per row (greedy when temperature <= 0), scored by the env's own rubric."""
-    from .policy import generate
-    from .rollouts import score_completions
-
-    comps, _ = generate(model, ids, max_new_tokens=max_new_tokens, temperature=temperature,
-                        eos_id=tok.eos_token_id, pad_id=tok.pad_token_id, generator=generator)
-    scored = score_completions(env, rows, [tok.decode(c, skip_special_tokens=True) for c in comps])
-    return [s["reward"] for s in scored]
-
-
-@torch.no_grad()
-def per_kind_pass_at_k(model_name: str | Path = "selfimprove/tiny-arith", k: int = 16, n_per_kind: int = 100,
-                       temperature: float = 1.0, max_new_tokens: int = 24, seed: int = 0) -> dict[str, dict[str, float]]:
-    """Per problem kind of selfimprove-arith: greedy pass@1, sampled pass@1 and pass@k.
-
-    Problems come from `selfimprove_arith.sample(kind, rng)` (fresh, seeded), scored
-    by the env's own rubric. Returns {kind: {"greedy": ..., "pass@1": ..., f"pass@{k}": ...}}.
-    """
-    import verifiers as vf
-
-    from selfimprove_arith import KINDS
-
-    env = vf.load_environment("selfimprove-arith")
-    path = resolve_model(str(model_name)) if str(model_name) in BUILTIN_IDS else Path(model_name)
-    model, tok = load_student(path)
-    model.eval()
-    gen = torch.Generator().manual_seed(seed)
-    out: dict[str, dict[str, float]] = {}
-    for kind in KINDS:
-        rows, ids = kind_problems(tok, kind, n_per_kind, f"{seed}-{kind}", env.system_prompt)
-        greedy = sampled_rewards(env, model, tok, rows, ids, temperature=0.0, max_new_tokens=max_new_tokens)
-        hits = torch.zeros(n_per_kind, k)
-        for j in range(k):
-            hits[:, j] = torch.tensor(sampled_rewards(env, model, tok, rows, ids, temperature=temperature,
-                                                      max_new_tokens=max_new_tokens, generator=gen))
-        out[kind] = {
-            "greedy": sum(greedy) / n_per_kind,
-            "pass@1": float(hits.mean()),
-            f"pass@{k}": float((hits.max(dim=1).values > 0).float().mean()),
-        }
-    return out

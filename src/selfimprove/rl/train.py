@@ -18,13 +18,15 @@ import time
 import tomli_w
 import torch
 
+from ..errors import ConfigError
 from ..rundir import atomic_write_text
+from ..stack.prime_rl import CONFIG_ERROR
 from .checkpoint import (Layout, check_output_dir, load_orchestrator, load_trainer, prune, prune_broadcasts,
                          save_broadcast, save_orchestrator, save_trainer, save_weights, write_jsonl)
 from .config import EngineConfig, ignored_keys, resolved_tomls
 from .grpo import grpo_step
 from .logs import Log
-from .rollouts import EnvSpec, load_env, run_rollouts, split_rows, strip_private
+from .rollouts import EnvSpec, check_encodable, load_env, run_rollouts, split_rows, strip_private
 from .student import load_student, render_prompt, resolve_model
 
 
@@ -50,7 +52,7 @@ class Cursor:
         return {"epoch": self.epoch, "pos": self.pos}
 
 
-def _load_specs(blocks, split: str, cache: dict, n_eval_default: int = -1) -> list[EnvSpec]:
+def _load_specs(blocks, split: str, cache: dict, tok, n_eval_default: int = -1) -> list[EnvSpec]:
     specs = []
     for b in blocks:
         key = (b.id, repr(sorted(b.args.items())))
@@ -60,14 +62,27 @@ def _load_specs(blocks, split: str, cache: dict, n_eval_default: int = -1) -> li
         n = (b.num_examples if b.num_examples is not None else n_eval_default) if split == "eval" else -1
         specs.append(EnvSpec(id=b.id, name=b.name, args=b.args, ratio=b.ratio, env=env, rows=split_rows(env, split, n),
                              num_examples=b.num_examples, rollouts_per_example=b.rollouts_per_example))
+        check_encodable(tok, specs[-1], split)
     return specs
 
 
-def _max_tokens(cfg_tokens: int, seq_len: int | None, tok, specs: list[EnvSpec]) -> int:
-    if not seq_len:
+def _max_tokens(cfg_tokens: int | None, seq_len: int | None, context: int | None, tok, specs: list[EnvSpec],
+                key: str) -> int:
+    """The completion budget: the config's (None = no cap of its own), capped by the room the
+    longest prompt leaves in min(seq_len, the model's context). Capping by seq_len alone let a
+    256-position student sample 2048 tokens of noise per rollout (issue 15)."""
+    limit = min(x for x in (seq_len, context) if x) if (seq_len or context) else None
+    if limit is None or not specs:
+        if cfg_tokens is None:
+            raise ConfigError(f"{CONFIG_ERROR}: {key} is not set and neither seq_len nor the model's context "
+                              "bounds it; set it")
         return cfg_tokens
     longest = max(len(render_prompt(tok, r["prompt"])) for s in specs for r in s.rows[:200])
-    return max(1, min(cfg_tokens, seq_len - longest))
+    if longest >= limit:
+        raise ConfigError(f"{CONFIG_ERROR}: seq_len: the longest prompt of {specs[0].name} is {longest} tokens and the "
+                          f"model attends over {limit} positions (min of seq_len and its context): no room for "
+                          f"{key}; use a model with a longer context or shorter prompts")
+    return max(1, min(cfg_tokens or limit, limit - longest))
 
 
 def run(cfg: EngineConfig, raw: dict) -> None:
@@ -97,11 +112,16 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
     tlog.info(f"Loaded model {cfg.model_name} from {model_dir} ({n_params / 1e6:.2f}M parameters)")
 
     env_cache: dict = {}
-    train = _load_specs(cfg.train_envs, "train", env_cache)
-    evals = _load_specs(cfg.eval.envs, "eval", env_cache, cfg.eval.num_examples) if cfg.eval else []
+    train = _load_specs(cfg.train_envs, "train", env_cache, tok)
+    evals = _load_specs(cfg.eval.envs, "eval", env_cache, tok, cfg.eval.num_examples) if cfg.eval else []
     ratios = [s.ratio if s.ratio is not None else 1.0 for s in train]
-    train_tokens = _max_tokens(cfg.max_tokens, cfg.seq_len, tok, train)
-    eval_tokens = _max_tokens(cfg.eval.max_tokens, cfg.seq_len, tok, evals) if cfg.eval else 0
+    context = getattr(model.config, "max_position_embeddings", None)
+    train_tokens = _max_tokens(cfg.max_tokens, cfg.seq_len, context, tok, train,
+                               "orchestrator.train.sampling.max_completion_tokens")
+    eval_tokens = _max_tokens(cfg.eval.max_tokens, cfg.seq_len, context, tok, evals,
+                              "orchestrator.eval.sampling.max_completion_tokens") if cfg.eval else 0
+    olog.info(f"Completion budget: {train_tokens} train / {eval_tokens} eval tokens (capped by seq_len "
+              f"{cfg.seq_len} and the model's {context} positions)")
     olog.info(f"Train envs: {', '.join(f'{s.name} ({len(s.rows)} rows, ratio {r:g})' for s, r in zip(train, ratios))}; "
               f"{cfg.prompts_per_step} prompts x {cfg.rollouts_per_example} rollouts per step")
 

@@ -10,15 +10,16 @@ what `load_environment(env_id)` returns today.
 Requests (one JSON object on stdin):
     {"op": "introspect", "env_id": str, "env_args": {...}, "n_samples": 3}
     {"op": "parse", "env_id": str, "env_args": {...}, "texts": [str, ...]}
-    {"op": "eval_ngrams", "env_id": str, "env_args": {...}, "hasher_file": path}  (hashes only)
+    {"op": "eval_ngrams", "env_id": str, "env_args": {...}, "hasher_file": path,
+     "fallback_examples": int}  (hashes only; without an eval split, of the first n train rows)
 
 Reply: ONE JSON object on the original stdout, `{"ok": true, "result": {...}}` or
 `{"ok": false, "kind": "not_importable"|"load_failed"|"dataset_failed"|"bad_request",
 "message": "<one line>"}`. While the environment runs, fd 1 points at stderr, so
 whatever it prints can't corrupt the reply.
 
-Eval rows are sealed: this script builds the eval split only to count it. No
-field of an eval row is read, printed or returned.
+Eval rows are sealed: this script builds the eval split only to count it (or to
+hash it, in eval_ngrams). No field of an eval row is read, printed or returned.
 
 Only the standard library and verifiers are imported here (no selfimprove code),
 and it is run by file path: the target interpreter (e.g. the training engine's
@@ -249,7 +250,8 @@ def introspect(env_id: str, env_args: dict[str, Any], n_samples: int) -> dict[st
     if train is None:
         warnings.append("the environment has no train dataset: no answer-format samples")
     if evalset is None:
-        warnings.append("the environment has no eval dataset (verifiers would evaluate on the train split)")
+        warnings.append("the environment has no eval dataset: verifiers evaluates on the first train rows "
+                        "(hub_env.json evaluated_rows; the dataset gate indexes those rows for decontamination)")
 
     samples = []
     if train_size:
@@ -318,9 +320,14 @@ def parse_texts(env_id: str, env_args: dict[str, Any], texts: list[str]) -> dict
     return {"parser_class": type(parser).__name__, "answers": answers, "errors": errors}
 
 
-def eval_ngrams(env_id: str, env_args: dict[str, Any], hasher_file: str) -> dict[str, Any]:
-    """The eval split's questions reduced to n-gram hashes, here, so no eval text leaves this process.
+def eval_ngrams(env_id: str, env_args: dict[str, Any], hasher_file: str, fallback_examples: int = -1) -> dict[str, Any]:
+    """The questions the engine EVALUATES, reduced to n-gram hashes here, so no eval text leaves this process.
 
+    With an eval split, all of it. Without one, verifiers' classic
+    `get_eval_dataset(n)` falls back to `get_dataset(n)`: the first n train rows
+    (no seed: the CPU engine and the seed-era orchestrator pass none). Those are
+    the rows every arm is scored on, so they are what generated data must avoid;
+    `fallback_examples` is that n (the run's eval examples; -1 = the whole split).
     `hasher_file` is selfimprove's gates/ngram_hash.py (standard library only), loaded by
     path: the same hashing the dataset gate applies to generated rows.
     """
@@ -329,8 +336,17 @@ def eval_ngrams(env_id: str, env_args: dict[str, Any], hasher_file: str) -> dict
     spec.loader.exec_module(hasher)
     env = load_env(env_id, env_args)
     ds = build_split(env, "eval_dataset")
+    source = "eval_split"
     if ds is None:
-        return hasher.eval_ngram_index([]).to_json()
+        source = "train_fallback"
+        if callable(getattr(env, "get_dataset", None)):
+            ds = env.get_dataset(n=fallback_examples)
+        else:  # older verifiers: datasets are attributes
+            ds = build_split(env, "dataset")
+            if ds is not None and fallback_examples > 0:
+                ds = ds.select(range(min(fallback_examples, len(ds))))
+    if ds is None:
+        return {**hasher.eval_ngram_index([]).to_json(), "source": source}
 
     def questions():
         for row in ds:
@@ -340,7 +356,7 @@ def eval_ngrams(env_id: str, env_args: dict[str, Any], hasher_file: str) -> dict
                 q = message_text(users[-1]) if users else ""
             yield q
 
-    return hasher.eval_ngram_index(questions()).to_json()
+    return {**hasher.eval_ngram_index(questions()).to_json(), "source": source}
 
 
 # ---------------------------------------------------------------- main
@@ -360,7 +376,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
             raise ProbeError("bad_request", "parse needs texts: a list of strings")
         return parse_texts(env_id, env_args, texts)
     if op == "eval_ngrams":
-        return eval_ngrams(env_id, env_args, str(request.get("hasher_file")))
+        return eval_ngrams(env_id, env_args, str(request.get("hasher_file")), int(request.get("fallback_examples", -1)))
     raise ProbeError("bad_request", f"unknown op {op!r}")
 
 

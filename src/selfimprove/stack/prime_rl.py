@@ -236,21 +236,28 @@ def find_canonical_config(dataset: str, explicit: str | None, prime_rl_dir: str 
     return None, tried
 
 
-def canonical_from_hub_env(hub_id: str, env_args: dict, model: str) -> dict:
+def canonical_from_hub_env(hub_id: str, env_args: dict, model: str, context: int | None = None) -> dict:
     """A minimal canonical config for an env that has no configs/<dataset>/rl.toml.
 
     Shaped like prime-rl's own configs/<dataset>/rl.toml: seq_len, [model], one
     [[orchestrator.train.env]] (id + the args the hub env is loaded with), train sampling
     tokens, empty [trainer] and [inference]. max_steps, batch size and rollouts come from the
     CLI overrides, as in the seed. Models outside prime-rl's renderer map get name = "default".
+    `context` (the student's positions, when known) caps seq_len, and the train completion
+    budget to half of it, so the prompt keeps the other half: the seed's 2048 / 1024 ask a
+    256-position CPU student for 8x what it can attend over.
     """
+    seq_len, train_tokens = SEED_SEQ_LEN, SEED_TRAIN_MAX_TOKENS
+    if context:
+        seq_len = min(seq_len, context)
+        train_tokens = min(train_tokens, max(1, seq_len // 2))
     env: dict[str, Any] = {"id": hub_id}
     if env_args:
         env["args"] = copy.deepcopy(env_args)
-    orch: dict[str, Any] = {"train": {"sampling": {"max_completion_tokens": SEED_TRAIN_MAX_TOKENS}, "env": [env]}}
+    orch: dict[str, Any] = {"train": {"sampling": {"max_completion_tokens": train_tokens}, "env": [env]}}
     if needs_default_renderer(model):
         orch["renderer"] = {"name": "default"}
-    return {"seq_len": SEED_SEQ_LEN, "model": {"name": model}, "orchestrator": orch, "trainer": {}, "inference": {}}
+    return {"seq_len": seq_len, "model": {"name": model}, "orchestrator": orch, "trainer": {}, "inference": {}}
 
 
 def canonical_train_envs(canonical: dict) -> list[dict]:

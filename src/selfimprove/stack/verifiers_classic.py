@@ -181,12 +181,17 @@ def run_parser_over(
 
 def eval_question_ngrams(
     env_id: str, env_args: dict[str, Any] | None, timeout: float = PARSE_TIMEOUT_S, python: str | None = None,
+    fallback_examples: int = -1,
 ):
-    """The env's eval questions as an n-gram hash index (gates.ngram_hash), computed in a fresh
-    interpreter: the decontamination gate compares against hashes and never sees eval text."""
+    """The questions the engine evaluates as an n-gram hash index (gates.ngram_hash), computed in a
+    fresh interpreter: the decontamination gate compares against hashes and never sees eval text.
+
+    The eval split; or, when the env has none, the first `fallback_examples` train rows, which is
+    what verifiers' get_eval_dataset(n) falls back to (the index's `source` says which)."""
     from ..gates import ngram_hash
 
-    request = {"op": "eval_ngrams", "env_id": env_id, "env_args": env_args or {}, "hasher_file": ngram_hash.__file__}
+    request = {"op": "eval_ngrams", "env_id": env_id, "env_args": env_args or {}, "hasher_file": ngram_hash.__file__,
+               "fallback_examples": fallback_examples}
     return ngram_hash.EvalNgramIndex.from_json(_probe(request, timeout, python))
 
 

@@ -1,0 +1,135 @@
+"""What the tool knows about a student before launching it: its context and its alphabet.
+
+    model_context("selfimprove/tiny-arith")     -> (256, "<shipped dir>/config.json max_position_embeddings")
+    check_token_budget(config, model, where)    # ConfigError naming the key that does not fit
+    check_env_text(hub_env, model, seq_len)     # ConfigError when the prompts cannot fit or be encoded
+
+Everything here reads config.json and tokenizer.json only (no torch), so the
+orchestrator can check a config before it launches a job. Sources of the context:
+a built-in id's shipped config.json, or a local Hugging Face directory's
+(`max_position_embeddings`, or `n_positions` / `max_seq_len` for other families).
+
+What is not covered: a hub id that is not on disk (`Qwen/Qwen3-0.6B`, trained by
+prime-rl on a GPU box) is never downloaded here, so its context is unknown and
+nothing is capped (prime-rl checks seq_len itself); a built-in student not yet
+materialized in the cache is likewise unknown until its first use. The prompt
+check before launch is exact only for a character-level tokenizer (one token per
+character, as the built-in students have); for any other tokenizer the engine
+checks the real token counts when it starts (rl/train.py) and fails in one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .errors import ConfigError
+from .stack.prime_rl import get_path
+
+CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len")
+TRAIN_TOKENS_KEYS = ("orchestrator.train.sampling.max_completion_tokens", "orchestrator.train.sampling.max_tokens")
+# ChatML as the built-in students render it: "<|im_start|>role\n" + content + "<|im_end|>\n" per turn,
+# then "<|im_start|>assistant\n". Specials are one token each; every other character is one token.
+_CHATML_TURN_OVERHEAD = 1 + 1 + 1 + 1  # <|im_start|>, "\n", <|im_end|>, "\n" (plus the role's characters)
+
+
+def model_dir(model: str) -> Path | None:
+    """The local directory holding `model`'s config.json, or None when it is not on disk."""
+    if model.startswith("selfimprove/"):
+        from .rl.shipped import shipped_dir  # standard library only: no torch import
+
+        d = shipped_dir(model)
+        return d if (d / "config.json").is_file() else None
+    d = Path(model).expanduser()
+    return d if (d / "config.json").is_file() else None
+
+
+def model_context(model: str) -> tuple[int | None, str | None]:
+    """(positions the model can attend over, where that number came from), or (None, None) if unknown."""
+    d = model_dir(model)
+    if d is None:
+        return None, None
+    try:
+        config = json.loads((d / "config.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None, None
+    for key in CONTEXT_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value, f"{d / 'config.json'} {key}"
+    return None, None
+
+
+def char_vocabulary(model: str) -> set[str] | None:
+    """The characters of a character-level tokenizer (every vocab entry one character), else None."""
+    d = model_dir(model)
+    if d is None or not (d / "tokenizer.json").is_file():
+        return None
+    try:
+        tk = json.loads((d / "tokenizer.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    vocab = (tk.get("model") or {}).get("vocab")
+    if (tk.get("model") or {}).get("type") != "WordLevel" or not isinstance(vocab, dict):
+        return None
+    specials = {t.get("content") for t in tk.get("added_tokens") or [] if isinstance(t, dict)}
+    chars = {t for t in vocab if t not in specials}
+    return chars if chars and all(len(t) == 1 for t in chars) else None
+
+
+def _positions(seq_len: int | None, context: int | None) -> int | None:
+    """What a sequence may span: the smaller of seq_len and the model's context (None if neither is known)."""
+    known = [x for x in (seq_len, context) if x]
+    return min(known) if known else None
+
+
+def check_token_budget(config: dict[str, Any], model: str, where: str) -> None:
+    """A merged training config must fit the student: seq_len <= its context, and the train
+    completion budget < seq_len (room left for the prompt). ConfigError names the key."""
+    context, source = model_context(model)
+    seq_len = get_path(config, "seq_len")
+    if context is not None and isinstance(seq_len, int) and seq_len > context:
+        raise ConfigError(f"{where}: seq_len = {seq_len} is more than {model} can attend over ({context} positions, "
+                          f"{source}); set seq_len <= {context}")
+    limit = _positions(seq_len if isinstance(seq_len, int) else None, context)
+    if limit is None:
+        return
+    for key in TRAIN_TOKENS_KEYS:
+        tokens = get_path(config, key)
+        if isinstance(tokens, int) and tokens >= limit:
+            raise ConfigError(f"{where}: {key} = {tokens} leaves no room for the prompt in {limit} positions "
+                              f"(seq_len / {model}'s context); set it to at most {max(1, limit // 2)}")
+
+
+def rendered_prompt_chars(system_prompt: str | None, question: str) -> int:
+    """Tokens of a ChatML prompt for a character-level tokenizer (exact for the built-in students)."""
+    turns = ([("system", system_prompt)] if system_prompt else []) + [("user", question)]
+    body = sum(_CHATML_TURN_OVERHEAD + len(role) + len(text) for role, text in turns)
+    return body + 1 + len("assistant") + 1  # the generation prompt "<|im_start|>assistant\n"
+
+
+def check_env_text(hub: Any, model: str, seq_len: int | None, where: str) -> None:
+    """For a character-level student: every character of the env's system prompt and train samples
+    must be in its vocabulary (else the student silently reads <unk>), and the longest sample
+    prompt must leave room for a completion. ConfigError names what does not fit and the fix."""
+    chars = char_vocabulary(model)
+    if chars is None:
+        return
+    texts = [("the system prompt", hub.system_prompt or "")]
+    texts += [(f"train sample {i}'s {field}", getattr(s, field) or "")
+              for i, s in enumerate(hub.train_samples) for field in ("question", "answer")]
+    for label, text in texts:
+        bad = sorted({c for c in text if c not in chars})
+        if bad:
+            shown = ", ".join(repr(c) for c in bad[:5])
+            raise ConfigError(f"{where}: {label} has characters {model} cannot encode ({shown}); its tokenizer "
+                              "knows printable ASCII only: use a model whose tokenizer covers the env's text (--model DIR)")
+    context, _ = model_context(model)
+    limit = _positions(seq_len, context)
+    if limit is None or not hub.train_samples:
+        return
+    longest = max(rendered_prompt_chars(hub.system_prompt, s.question) for s in hub.train_samples)
+    if longest >= limit:
+        raise ConfigError(f"{where}: seq_len: a train prompt of {hub.env_id} is {longest} tokens for {model}, which "
+                          f"attends over {limit} positions: no room for a completion; use a model with a longer context")
