@@ -8,11 +8,14 @@ kill leaves no half-made run behind.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import pkgutil
 import platform
 import re
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -33,6 +36,8 @@ from ..models import (
     RunConfig,
 )
 from ..rundir import RunDir, sorted_steps, write_model
+from ..stack import hub as prime_hub
+from ..stack import verifiers_classic as vc
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
@@ -183,12 +188,72 @@ Phase 3 ends only on budget or max_iters.
 
 
 _DATASET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# The dataset names the run dir (<dataset>-<UTC stamp>, staged as .<that>.<random>) and the
+# generated env packages (<dataset>_run_b_combined-<ver>.dist-info and the like); file names
+# stop at 255 bytes, so the longest of these must fit with room to spare.
+MAX_DATASET_CHARS = 120
+
+
+def _prime_available() -> bool:
+    """Whether `introspect` could run the prime CLI: $SELFIMPROVE_PRIME, or `prime` on PATH or
+    beside this Python (a venv's bin dir, which introspect puts first on the child's PATH)."""
+    if os.environ.get(prime_hub.PRIME_ENV_VAR, "").strip():
+        return True
+    return shutil.which("prime", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])) is not None
+
+
+def _did_you_mean(module: str) -> str:
+    """'; did you mean selfimprove-arith?' when an importable module is a close spelling."""
+    names = {m.name for m in pkgutil.iter_modules() if not m.name.startswith("_")}
+    close = difflib.get_close_matches(module, names, n=1, cutoff=0.8)
+    return f"; did you mean {close[0].replace('_', '-')}?" if close else ""
+
+
+def check_env_available(dataset: str, hub_id: str, env_path: str | None) -> None:
+    """Refuse, before anything is written, a real env that Phase 1 could never load: its module
+    is not importable and prime cannot fetch it (no prime CLI, or the id is no hub id owner/name).
+    A hub id with prime installed is checked by `introspect` (it needs the network)."""
+    if env_path or vc.is_importable(hub_id):
+        return
+    module = vc.env_module_name(hub_id)
+    if not vc.is_hub_slug(hub_id):
+        raise UsageError(
+            f"--hub-id {hub_id}: no importable module '{module}'{_did_you_mean(module)} and not a hub id "
+            "(owner/name) prime could fetch; fix the name, install the env (pip install -e DIR) or pass --env-path DIR")
+    if not _prime_available():
+        raise UsageError(
+            f"dataset '{dataset}': env module '{module}' is not installed{_did_you_mean(module)}, and the prime CLI "
+            f"that would fetch {hub_id} is missing; fix the name, install prime (pip install prime), or pass --env-path DIR")
+
+
+def check_model(model: str, engine: str) -> None:
+    """Refuse, before any job, a student the chosen engine cannot load.
+
+    `selfimprove/<name>` ids are the shipped CPU students (one dir each under rl/students/);
+    the local CPU engine loads those or a local model dir with config.json, and never
+    downloads a hub model (e.g. Qwen/Qwen3-0.6B, the default, needs --engine prime-rl).
+    """
+    from ..rl.shipped import STUDENTS_DIR  # no torch import: a path constant
+
+    builtin = sorted(f"selfimprove/{p.name}" for p in STUDENTS_DIR.iterdir() if p.is_dir())
+    if model.startswith(BUILTIN_MODEL_PREFIX) and model not in builtin:
+        raise UsageError(f"--model {model}: no such built-in student; built-in: {', '.join(builtin)}")
+    is_local_dir = (Path(model).expanduser() / "config.json").is_file()
+    if engine == "local" and model not in builtin and not is_local_dir:
+        raise UsageError(
+            f"--model {model}: the local CPU engine loads only a built-in student ({', '.join(builtin)}) or a "
+            "local model dir with config.json, and does not download hub models; use --engine prime-rl on a GPU "
+            "machine, or --model selfimprove/tiny-arith"
+        )
 
 
 def bootstrap(opts: BootstrapOptions) -> RunDir:
     """Validate the flags, then create RUN_DIR with run.json, metrics.json and scratchpad.md."""
     if not _DATASET_RE.match(opts.dataset):
         raise UsageError(f"dataset '{opts.dataset}': use letters, digits, '-', '_' or '.' (it names packages and dirs)")
+    if len(opts.dataset) > MAX_DATASET_CHARS:
+        raise UsageError(f"dataset '{opts.dataset[:40]}...': {len(opts.dataset)} characters, at most {MAX_DATASET_CHARS} "
+                         "(it names the run dir and the generated packages); use a shorter name and --hub-id for the real id")
     budget_seconds = parse_budget(opts.budget)
     if opts.max_iters < 1:
         raise UsageError(f"--max-iters {opts.max_iters}: must be >= 1 (iter_0 counts)")
@@ -198,6 +263,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     check_batch(opts.batch_size, opts.rollouts_per_example, opts.allow_small_batch)
     env_args = parse_env_args(opts.env_args)
     engine = resolve_engine(opts.engine, opts.model)
+    check_model(opts.model, engine)
     init_from = None
     if opts.init_from:
         check_init_from(opts.init_from)
@@ -208,6 +274,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         if not (p / "pyproject.toml").is_file():
             raise UsageError(f"--env-path {opts.env_path}: no pyproject.toml there; point it at an environment project")
         env_path = str(p)
+    check_env_available(opts.dataset, opts.hub_id or f"primeintellect/{opts.dataset}", env_path)
     config = None
     if opts.config:
         p = Path(opts.config).expanduser().resolve()
