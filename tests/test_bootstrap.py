@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,12 +14,6 @@ import pytest
 from selfimprove.models import Metrics, RunConfig
 from selfimprove.phases import bootstrap as bootstrap_phase
 from selfimprove.rundir import read_model
-
-
-@pytest.fixture(autouse=True)
-def prime_installed(monkeypatch):
-    """gsm8k is not installed here; prime (the fake) is, so bootstrap accepts it (introspect fetches it)."""
-    monkeypatch.setenv("SELFIMPROVE_PRIME", f"{sys.executable} {Path(__file__).parent / 'fakes' / 'prime'}")
 
 
 def entries(d: Path) -> list[str]:

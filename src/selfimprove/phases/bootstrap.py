@@ -36,7 +36,6 @@ from ..models import (
     RunConfig,
 )
 from ..rundir import RunDir, sorted_steps, write_model
-from ..stack import hub as prime_hub
 from ..stack import verifiers_classic as vc
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
@@ -194,36 +193,26 @@ _DATASET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 MAX_DATASET_CHARS = 120
 
 
-def _prime_available() -> bool:
-    """Whether `introspect` could run the prime CLI: $SELFIMPROVE_PRIME, or `prime` on PATH or
-    beside this Python (a venv's bin dir, which introspect puts first on the child's PATH)."""
-    if os.environ.get(prime_hub.PRIME_ENV_VAR, "").strip():
-        return True
-    return shutil.which("prime", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])) is not None
+def _installed_modules() -> set[str]:
+    """Top-level modules this Python can import, outside the standard library (a directory
+    listing of sys.path: nothing is imported)."""
+    return {m.name for m in pkgutil.iter_modules()
+            if not m.name.startswith("_") and m.name not in sys.stdlib_module_names}
 
 
-def _did_you_mean(module: str) -> str:
-    """'; did you mean selfimprove-arith?' when an importable module is a close spelling."""
-    names = {m.name for m in pkgutil.iter_modules() if not m.name.startswith("_")}
-    close = difflib.get_close_matches(module, names, n=1, cutoff=0.8)
-    return f"; did you mean {close[0].replace('_', '-')}?" if close else ""
-
-
-def check_env_available(dataset: str, hub_id: str, env_path: str | None) -> None:
-    """Refuse, before anything is written, a real env that Phase 1 could never load: its module
-    is not importable and prime cannot fetch it (no prime CLI, or the id is no hub id owner/name).
-    A hub id with prime installed is checked by `introspect` (it needs the network)."""
-    if env_path or vc.is_importable(hub_id):
+def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit_hub_id: bool) -> None:
+    """Refuse a typo before anything is written: the env's module is not installed but an
+    installed module is spelled almost the same (`selfimprove-arihth`). Other envs that
+    are not installed yet are left to `introspect` (prime fetches hub ids; `--env-path`
+    installs a local project); an explicit --hub-id is taken as meant."""
+    if env_path or explicit_hub_id or vc.is_importable(hub_id):
         return
     module = vc.env_module_name(hub_id)
-    if not vc.is_hub_slug(hub_id):
+    close = difflib.get_close_matches(module, _installed_modules(), n=1, cutoff=0.8)
+    if close:
         raise UsageError(
-            f"--hub-id {hub_id}: no importable module '{module}'{_did_you_mean(module)} and not a hub id "
-            "(owner/name) prime could fetch; fix the name, install the env (pip install -e DIR) or pass --env-path DIR")
-    if not _prime_available():
-        raise UsageError(
-            f"dataset '{dataset}': env module '{module}' is not installed{_did_you_mean(module)}, and the prime CLI "
-            f"that would fetch {hub_id} is missing; fix the name, install prime (pip install prime), or pass --env-path DIR")
+            f"dataset '{dataset}': no environment module '{module}' is installed; did you mean "
+            f"{close[0].replace('_', '-')}? (for another env: --hub-id owner/name, or --env-path DIR)")
 
 
 def check_model(model: str, engine: str) -> None:
@@ -274,7 +263,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         if not (p / "pyproject.toml").is_file():
             raise UsageError(f"--env-path {opts.env_path}: no pyproject.toml there; point it at an environment project")
         env_path = str(p)
-    check_env_available(opts.dataset, opts.hub_id or f"primeintellect/{opts.dataset}", env_path)
+    check_env_spelling(opts.dataset, opts.hub_id or f"primeintellect/{opts.dataset}", env_path, bool(opts.hub_id))
     config = None
     if opts.config:
         p = Path(opts.config).expanduser().resolve()
