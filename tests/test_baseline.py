@@ -57,7 +57,7 @@ def test_2b_end_to_end(run: Path, cli, fake_engine: Path) -> None:
     arm = rd.iter(0)
     s = rd.read_eval_summary(arm)
     assert (s.arm, s.n_eval, s.final_step, s.source) == ("iter_0", 20, 4, "trained")
-    assert s.checkpoint == str(arm.weights(4)) and s.train_reward_mean is not None
+    assert s.checkpoint == "iter_0/prime_out/weights/step_4" and s.train_reward_mean is not None  # run-dir relative
     overlay = arm.eval_overlay.read_text()
     assert "interval = 4" in overlay and "num_examples = 20" in overlay
     cmd = read_job(arm).cmd
@@ -65,7 +65,7 @@ def test_2b_end_to_end(run: Path, cli, fake_engine: Path) -> None:
     assert cmd[cmd.index("--output-dir") + 1] == str(arm.prime_out)
     assert (arm.dir / "canonical_rl.toml").is_file()
     cfg = rd.read_run()
-    assert (cfg.iter_0_source, cfg.iter_0_step, cfg.iter_0_path) == ("trained", 4, str(arm.prime_out))
+    assert (cfg.iter_0_source, cfg.iter_0_step, cfg.iter_0_path) == ("trained", 4, "iter_0/prime_out")
     pad = rd.scratchpad.read_text()
     assert pad.count("## Iteration 0") == 1 and "| 1-20 |" in pad
 

@@ -224,3 +224,53 @@ def test_teacher_overrides_pinned_key_refused(run: RunDir) -> None:
     (run.iter(1).dir / "overrides.toml").write_text("max_steps = 5\n")
     with pytest.raises(Exception, match="max_steps.*pinned"):
         iterate(run, quiet=True)
+
+
+# ---------------------------------------------------------------- damaged or copied run dirs (issue 13)
+
+
+def _skip_gate_and_package(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dataset gate and the env install are tested above; skipping them keeps these tests fast
+    (the fake engine never loads the train env)."""
+    monkeypatch.setattr(iteration_steps, "dataset_gate_is_current", lambda it: True)
+    monkeypatch.setattr(iteration_steps, "package_is_current", lambda it: True)
+
+
+def test_scratchpad_deleted_at_a_teacher_stop_is_recreated_without_retraining(
+        run: RunDir, cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The iteration finishes, its results land in a new scratchpad.md, and it trains once."""
+    _skip_gate_and_package(monkeypatch)
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir)
+    run.scratchpad.unlink()
+    res = cli("iterate", "--run-dir", run.root)
+    assert res.exit_code == 0, res.stderr
+    assert (run.iter(1).dir / "record.json").is_file()
+    assert "seed verdict" in run.scratchpad.read_text()
+    assert json.loads(run.iter(1).job_file.read_text())["launch"] == 1
+    assert cli("iterate", "--run-dir", run.root).exit_code == 0  # re-running neither trains nor fails
+    assert json.loads(run.iter(1).job_file.read_text())["launch"] == 1
+
+
+def test_a_copied_run_dir_points_at_itself(run: RunDir, cli, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Paths inside the run dir are stored relative to it: a copy works after the original is gone."""
+    import shutil
+
+    _skip_gate_and_package(monkeypatch)
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir)
+    assert iterate(run, quiet=True).kind == "ended"
+    copy = tmp_path / "elsewhere" / run.root.name
+    shutil.copytree(run.root, copy, symlinks=True)
+    shutil.rmtree(run.root)
+    for name in ("run.json", "metrics.json", "iter_0/eval_summary.json", "iter_1/eval_summary.json",
+                 "iter_1/stage.json"):
+        assert str(run.root) not in (copy / name).read_text(), name
+    job = json.loads((copy / "iter_1" / "job.json").read_text())  # its cmd is the command line as launched
+    assert not os.path.isabs(job["log"]) and not os.path.isabs(job["expect"]["eval_file"])
+    res = cli("finalize", "--run-dir", copy, "--json", "--no-plot")
+    assert res.exit_code == 0, res.stderr
+    rows = {r["arm"]: r for r in json.loads(res.stdout)["rows"]}
+    assert rows["iter_1"]["checkpoint"].startswith(str(copy)) and os.path.isdir(rows["iter_1"]["checkpoint"])

@@ -371,9 +371,10 @@ def test_written_config_reads_back_through_the_rl_argv(tmp_path):
 
 
 def test_eval_overlay_is_the_seeds():
-    """[ckpt] interval = max_steps, eval interval = max_steps, one hub eval env with 1 rollout each."""
+    """The seed's eval (interval = max_steps, one hub eval env with 1 rollout each); checkpoints every
+    fifth of the steps, the latest kept, so a crashed iter_0 can --resume (issue 13 over the seed's one)."""
     ov = prl.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={"split": "test"}, num_examples=200)
-    assert ov == {"ckpt": {"interval": 100}, "orchestrator": {"eval": {
+    assert ov == {"ckpt": {"interval": 20, "keep_last": 1}, "orchestrator": {"eval": {
         "interval": 100, "sampling": {"max_completion_tokens": 2048},
         "env": [{"id": HUB, "args": {"split": "test"}, "num_examples": 200, "rollouts_per_example": 1}]}}}
 
@@ -388,7 +389,7 @@ def test_iter0_configs_pass_the_key_set(model, tmp_path):
         canon_path = write(tmp_path / "rl.toml", canonical)
         cfg, _ = prl.parse_rl_argv(prl.rl_command_args([canon_path, tmp_path / "eval_overlay.toml"], cli, tmp_path / "out"))
         assert_in_key_set(cfg)
-        assert cfg["model"]["name"] == model and cfg["ckpt"] == {"interval": 100}
+        assert cfg["model"]["name"] == model and cfg["ckpt"] == {"interval": 20, "keep_last": 1}
         # only a canonical that leaves the renderer on 'auto' needs the CLI fix for the tiny model
         assert ("renderer" in cli["orchestrator"]) == (model == TINY and canonical is CANONICAL)
 

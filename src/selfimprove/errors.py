@@ -55,6 +55,10 @@ class TeacherActionNeeded(SelfImproveError):
     exit_code = 3
 
 
+class TeacherError(SelfImproveError):
+    """The unattended teacher (`selfimprove run --teacher`) failed to load or raised in write()."""
+
+
 class GateFailed(SelfImproveError):
     """A teacher file or the generated dataset failed a gate; the report lists every failure."""
 

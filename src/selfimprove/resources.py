@@ -1,4 +1,4 @@
-"""Find the project's shipped files (templates/, configs/).
+"""Find the project's shipped files (templates/, configs/, examples/).
 
 In a source checkout (editable install) they sit at the repository root; in a
 wheel they are force-included under `selfimprove/_data/` (see pyproject.toml).

@@ -66,8 +66,11 @@ FILE_MODE = 0o666 & ~_UMASK
 def atomic_write_text(path: Path, text: str) -> None:
     """Write `text` to `path` so that readers see the old or the new content, never a mix."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as e:  # name the file the user knows, not the temp file (read-only dir, full disk)
+        raise OSError(e.errno, e.strerror, str(path)) from None
     try:
         os.fchmod(fd, FILE_MODE)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
@@ -75,6 +78,10 @@ def atomic_write_text(path: Path, text: str) -> None:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except OSError as e:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise OSError(e.errno, e.strerror, str(path)) from None
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
@@ -95,13 +102,34 @@ def write_model(path: Path, model: BaseModel) -> None:
     atomic_write_text(path, model.model_dump_json(indent=2) + "\n")
 
 
+def read_utf8(path: Path) -> str:
+    """The text of a run-dir file; a file that is not UTF-8 is a one-line RunDirError naming it."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise RunDirError(f"{path}: not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} at offset {e.start}); "
+                          "restore the file or save it as UTF-8") from None
+
+
+def read_json_object(path: Path) -> dict | None:
+    """A step record the tool wrote (generate.json, package.json, ...): its dict, or None when it
+    is missing, unreadable, not JSON or not a JSON object. None means "step not done", so the
+    step runs again and rewrites it: a damaged record costs a re-run, never a traceback."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # ValueError covers JSONDecodeError and UnicodeDecodeError
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def read_model(path: Path, cls: type[M]) -> M:
     """Read a JSON file through its model; errors name the file and the first bad field."""
     path = Path(path)
     if not path.is_file():
         raise RunDirError(f"{path}: file not found")
+    text = read_utf8(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(text)
     except json.JSONDecodeError as e:
         raise RunDirError(f"{path}: not valid JSON (line {e.lineno}: {e.msg}); restore it or re-run the phase that writes it") from None
     try:
@@ -245,6 +273,22 @@ class RunDir:
                 out.append(int(m.group(1)))
         return sorted(out)
 
+    # ---- stored paths
+    def rel(self, path: Path | str) -> str:
+        """How run files store a path: relative to the run dir when it points inside it (so a
+        copied or moved run dir still works), else absolute (e.g. an --init-from source)."""
+        p = Path(path)
+        try:
+            return str(p.relative_to(self.root))
+        except ValueError:
+            return str(p)
+
+    def resolve(self, stored: str) -> Path:
+        """A stored path as a usable one: relative paths are taken from the run dir (older
+        run dirs stored absolute paths, which are kept as they are)."""
+        p = Path(stored)
+        return p if p.is_absolute() else self.root / p
+
     # ---- validation
     def require(self) -> "RunDir":
         """Fail with one line unless this looks like a run directory."""
@@ -285,9 +329,13 @@ class RunDir:
     def read_eval_summary(self, arm: ArmDir) -> EvalSummary:
         return read_model(arm.eval_summary, EvalSummary)
 
+    def read_scratchpad(self) -> str:
+        """scratchpad.md's text; "" when it was deleted (phases then append their entries afresh)."""
+        return read_utf8(self.scratchpad) if self.scratchpad.is_file() else ""
+
     def append_scratchpad(self, text: str) -> None:
         """Append a block to scratchpad.md (atomic rewrite: the file is small)."""
-        old = self.scratchpad.read_text(encoding="utf-8") if self.scratchpad.exists() else ""
+        old = self.read_scratchpad()
         sep = "" if not old or old.endswith("\n\n") else ("\n" if old.endswith("\n") else "\n\n")
         atomic_write_text(self.scratchpad, old + sep + text.rstrip("\n") + "\n")
 

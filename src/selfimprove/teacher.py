@@ -22,15 +22,18 @@ A teacher that calls an LLM API fits here: build the prompt from
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import json
 import sys
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
-from .errors import UsageError
+from .errors import SelfImproveError, TeacherError, UsageError
+from .resources import project_file
 from .rundir import RunDir
 from .scratchpad import fill_teacher_sections
 
@@ -77,6 +80,43 @@ def make_context(rd: RunDir, n: int, feedback: str | None = None) -> TeacherCont
     )
 
 
+def _teacher_file(target: str) -> Path:
+    """A teacher file: relative to the cwd if it is there, else one the project ships
+    (examples/arith_teacher.py), so the default --teacher works from any directory."""
+    path = Path(target).expanduser()
+    if path.is_absolute() or path.resolve().is_file():
+        return path.resolve()
+    try:
+        return project_file(target).resolve()
+    except SelfImproveError:
+        return path.resolve()  # not shipped either: "not found" names the cwd-relative path
+
+
+def _where(e: BaseException, path: Path | None) -> str:
+    """'SyntaxError: invalid syntax (line 3)': the error and, when known, its line in the teacher file."""
+    line = getattr(e, "lineno", None) if isinstance(e, SyntaxError) else None
+    if line is None and path is not None:
+        frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve() == path]
+        line = frames[-1].lineno if frames else None
+    msg = (str(e).splitlines() or [""])[0]
+    return f"{type(e).__name__}: {msg}" + (f" (line {line})" if line else "")
+
+
+def call_teacher(write: Callable[[TeacherContext], None], ctx: TeacherContext) -> None:
+    """Call the teacher; an exception in it becomes a TeacherError naming the iteration, with the
+    full traceback in iter_N/teacher_error.log (the run resumes after the teacher is fixed)."""
+    try:
+        write(ctx)
+    except Exception as e:  # noqa: BLE001  (the teacher is user code)
+        log = ctx.iter_dir / "teacher_error.log"
+        with contextlib.suppress(OSError):
+            log.write_text(traceback.format_exc(), encoding="utf-8")
+        raise TeacherError(
+            f"{ctx.iter_dir}: the teacher's write() raised {type(e).__name__}: {(str(e).splitlines() or [''])[0]} "
+            f"(traceback in {log}); fix the teacher and re-run `selfimprove run --run-dir {ctx.run_dir}`"
+        ) from None
+
+
 def load_teacher(spec: str) -> Callable[[TeacherContext], None]:
     """'package.module:Object' or 'path/to/file.py:Object' -> a callable taking a TeacherContext.
 
@@ -87,24 +127,33 @@ def load_teacher(spec: str) -> Callable[[TeacherContext], None]:
         raise UsageError(f"--teacher '{spec}': expected MODULE:OBJECT or path/to/file.py:OBJECT")
     target, _, attr = spec.rpartition(":")
     if target.endswith(".py"):
-        path = Path(target).expanduser().resolve()
+        path = _teacher_file(target)
         if not path.is_file():
             raise UsageError(f"--teacher '{spec}': file {path} not found")
         mod_name = f"selfimprove_teacher_{path.stem}"
         module_spec = importlib.util.spec_from_file_location(mod_name, path)
         module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
         sys.modules[mod_name] = module
-        module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        try:
+            module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except Exception as e:  # noqa: BLE001  (a syntax error, a failed import, any error at import time)
+            sys.modules.pop(mod_name, None)
+            raise TeacherError(f"--teacher '{spec}': {path} failed to load: {_where(e, path)}; fix the file") from None
     else:
         try:
             module = importlib.import_module(target)
         except ImportError as e:
             raise UsageError(f"--teacher '{spec}': cannot import {target} ({e}); is it on PYTHONPATH?") from None
+        except Exception as e:  # noqa: BLE001
+            raise TeacherError(f"--teacher '{spec}': module {target} failed to load: {_where(e, None)}; fix it") from None
     obj = getattr(module, attr, None)
     if obj is None:
         raise UsageError(f"--teacher '{spec}': {target} has no attribute '{attr}'")
     if isinstance(obj, type):
-        obj = obj()
+        try:
+            obj = obj()
+        except Exception as e:  # noqa: BLE001
+            raise TeacherError(f"--teacher '{spec}': {attr}() raised {_where(e, None)}; fix its constructor") from None
     write = getattr(obj, "write", obj)
     if not callable(write):
         raise UsageError(f"--teacher '{spec}': {attr} is neither callable nor has a write(ctx) method")

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import json
+import os
+import tempfile
+import time
+import traceback
 from pathlib import Path
 from typing import Annotated, Any, Callable
 
+import click
 import typer
 
 from rich.markup import escape
@@ -26,8 +32,44 @@ RunDirOpt = Annotated[
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object on stdout instead of tables.")]
 
 
+# What to do about an OS error the run dir's file system raised (the file is named in the line).
+_OS_FIXES = {
+    errno.EACCES: "permission denied; make the run dir writable by you (chmod u+w) or copy it somewhere writable",
+    errno.EPERM: "operation not permitted; make the run dir writable by you or copy it somewhere writable",
+    errno.EROFS: "read-only file system; copy the run dir to a writable place and use that --run-dir",
+    errno.ENOSPC: "no space left on the device; free some space and re-run the same command (it resumes)",
+    errno.EDQUOT: "disk quota exceeded; free some space and re-run the same command (it resumes)",
+    errno.ENAMETOOLONG: "file name too long; use a shorter dataset name or --runs-dir",
+}
+
+
+def _error_line(label: str, text: str) -> None:
+    console.print(f"{label} {escape(text)}", markup=True, highlight=False, soft_wrap=True)
+
+
+def _crash_log(run_dir: Any, command: str) -> Path | None:
+    """Append the current traceback to <run dir>/errors.log (or a temp file); return where it went."""
+    text = f"--- {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} selfimprove {command}\n{traceback.format_exc()}\n"
+    candidates = [Path(run_dir) / "errors.log"] if run_dir and Path(run_dir).is_dir() else []
+    candidates.append(Path(tempfile.gettempdir()) / f"selfimprove-error-{os.getpid()}.log")
+    for path in candidates:
+        try:
+            with open(path, "a", encoding="utf-8") as f:
+                f.write(text)
+            return path
+        except OSError:
+            continue
+    return None
+
+
 def cli_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn an expected SelfImproveError into one red line on stderr and its exit code."""
+    """The CLI's error edge: every failure becomes one line on stderr and a non-zero exit, never a traceback.
+
+    An expected SelfImproveError prints its message with its exit code; an OS error of the
+    file system (permissions, read-only, full disk, name too long) names the file and the
+    fix (exit 1); anything else is a bug: one line naming the error and the log file that
+    holds the full traceback (the run dir's errors.log when there is one), exit 1.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -36,13 +78,33 @@ def cli_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
         except SelfImproveError as e:
             # Teacher stops are expected outcomes of `iterate`, not errors.
             label = "[yellow]stop:[/yellow]" if isinstance(e, TeacherActionNeeded) else "[red]error:[/red]"
-            console.print(f"{label} {escape(str(e))}", markup=True, highlight=False, soft_wrap=True)
+            _error_line(label, str(e))
             raise typer.Exit(e.exit_code) from None
         except KeyboardInterrupt:
             console.print("interrupted; re-run the same command to resume")
             raise typer.Exit(130) from None
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
+            raise  # typer's own exits and usage errors
+        except OSError as e:
+            if e.errno in _OS_FIXES:
+                where = e.filename or kwargs.get("run_dir") or "the run dir"
+                _error_line("[red]error:[/red]", f"{where}: {_OS_FIXES[e.errno]}")
+                raise typer.Exit(1) from None
+            _report_bug(e, kwargs.get("run_dir"), fn.__module__)
+        except Exception as e:  # noqa: BLE001  (the last resort: a bug, reported in one line)
+            _report_bug(e, kwargs.get("run_dir"), fn.__module__)
 
     return wrapper
+
+
+def _report_bug(e: Exception, run_dir: Any, module: str) -> None:
+    command = module.rsplit(".", 1)[-1]
+    log = _crash_log(run_dir, command)
+    first = (str(e).splitlines() or [""])[0]
+    where = f"full traceback in {log}" if log else "no log could be written"
+    _error_line("[red]error:[/red]", f"unexpected {type(e).__name__}: {first} ({where}); "
+                "re-run the same command to resume, and report this if it repeats")
+    raise typer.Exit(1) from None
 
 
 def print_json(obj: Any) -> None:

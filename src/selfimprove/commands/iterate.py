@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import UsageError
 from ..phases.iterate import iterate
 from ..rundir import RunDir
 from ..ui import out, phase_line
@@ -18,7 +19,7 @@ def command(
     once: Annotated[bool, typer.Option(help="Stop after one finished iteration (default: go on until the teacher must act or Phase 3 ends).")] = False,
     restart: Annotated[bool, typer.Option(help="After a crashed training job: clean relaunch of its arm.")] = False,
     resume: Annotated[bool, typer.Option(help="After a crashed training job: relaunch from its last saved checkpoint.")] = False,
-    gen_timeout: Annotated[float, typer.Option(help="Seconds gen_dataset.py may run.")] = 900.0,
+    gen_timeout: Annotated[float, typer.Option(help="Seconds gen_dataset.py may run (> 0); then it and its child processes are killed.")] = 900.0,
     cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a training job this many hours past its expected end (default 2).")] = None,
     json_: JsonOpt = False,
 ) -> None:
@@ -37,6 +38,8 @@ def command(
 
         selfimprove iterate --run-dir $RUN_DIR
     """
+    if not gen_timeout > 0:  # also refuses nan
+        raise UsageError(f"--gen-timeout {gen_timeout}: must be a number of seconds > 0")
     rd = RunDir(run_dir)
     rd.require()
 

@@ -105,8 +105,31 @@ def _rc_path(arm: ArmDir) -> Path:
     return arm.dir / "job.rc"
 
 
+def _arm_paths(arm: ArmDir, rec: JobRecord, convert) -> JobRecord:
+    """rec with its log and eval file paths passed through `convert` (to or from arm-relative)."""
+    expect = rec.expect.model_copy(update={"eval_file": convert(rec.expect.eval_file) if rec.expect.eval_file else None})
+    return rec.model_copy(update={"log": convert(rec.log), "expect": expect})
+
+
+def _relative_to_arm(arm: ArmDir):
+    def convert(path: str) -> str:
+        try:
+            return str(Path(path).relative_to(arm.dir))
+        except ValueError:
+            return path
+    return convert
+
+
 def read_job(arm: ArmDir) -> JobRecord | None:
-    return read_model(arm.job_file, JobRecord) if arm.job_file.is_file() else None
+    """job.json with its paths made absolute (they are stored relative to the arm dir, so a
+    copied run dir reads its own files, not the original's)."""
+    if not arm.job_file.is_file():
+        return None
+    return _arm_paths(arm, read_model(arm.job_file, JobRecord), lambda p: str(arm.dir / p))
+
+
+def write_job(arm: ArmDir, rec: JobRecord) -> None:
+    write_model(arm.job_file, _arm_paths(arm, rec, _relative_to_arm(arm)))
 
 
 def read_result(arm: ArmDir) -> JobResult | None:
@@ -153,7 +176,7 @@ def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: 
         host=socket.gethostname(), start_ts=time.time(), launch=n, resume_step=resume_step,
         log=str(arm.train_log), expect=expect,
     )
-    write_model(arm.job_file, rec)
+    write_job(arm, rec)
     return rec
 
 

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import GateFailure, GateReport, share
+from .common import SUMMARY_MAX_ROWS, GateFailure, GateReport, share
 from .report import WeaknessReport
 
 GATE = "dataset"
@@ -48,20 +48,32 @@ def load_dataset_jsonl(path: Path) -> tuple[list[dict], list[GateFailure]]:
     except (OSError, UnicodeDecodeError) as e:
         return [], [GateFailure(rule="jsonl_file", message=f"{path}: cannot read ({e})")]
     rows: list[dict] = []
-    failures: list[GateFailure] = []
+    # Bad lines are grouped by problem, like every other rule: one failure each, first lines shown.
+    bad: dict[str, list[tuple[int, str]]] = {"not JSON": [], "not a JSON object": []}
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            failures.append(GateFailure(rule="jsonl_line", message=f"line {lineno}: not JSON ({e.msg} at column {e.colno})"))
+            bad["not JSON"].append((lineno, f"{e.msg} at column {e.colno}"))
             continue
         if not isinstance(obj, dict):
-            failures.append(GateFailure(rule="jsonl_line", message=f"line {lineno}: a row must be a JSON object, got {type(obj).__name__}"))
+            bad["not a JSON object"].append((lineno, f"got {type(obj).__name__}"))
             continue
         rows.append(obj)
-    return rows, failures
+    return rows, [_grouped_line_failure(problem, lines) for problem, lines in bad.items() if lines]
+
+
+def _grouped_line_failure(problem: str, lines: list[tuple[int, str]]) -> GateFailure:
+    """'3 lines are not JSON (lines 1, 4, 9; first: line 1: Expecting value at column 1)'."""
+    shown = ", ".join(str(n) for n, _ in lines[:SUMMARY_MAX_ROWS])
+    more = len(lines) - SUMMARY_MAX_ROWS
+    first_no, first_why = lines[0]
+    noun = "line is" if len(lines) == 1 else "lines are"
+    return GateFailure(rule="jsonl_line", message=(
+        f"{len(lines)} {noun} {problem}; each line must be one JSON object "
+        f"(lines {shown}{f' ... +{more} more' if more > 0 else ''}; first: line {first_no}: {first_why})"))
 
 
 def _row_problems(row: Any) -> list[str]:

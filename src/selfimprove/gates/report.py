@@ -137,6 +137,9 @@ def _load_front_matter(path: Path) -> tuple[dict | None, list[GateFailure]]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
         return None, [GateFailure(rule="front_matter", message=f"{path}: cannot read ({e.strerror or e})")]
+    except UnicodeDecodeError as e:
+        return None, [GateFailure(rule="front_matter", message=f"{path}: not UTF-8 text (byte {e.object[e.start:e.start + 1]!r} "
+                                                             f"at offset {e.start}); save it as UTF-8")]
     parts = split_front_matter(text)
     if parts is None:
         return None, [GateFailure(rule="front_matter", message=f"{path}: no YAML front matter (the file must open with a '---' line and close it with another)")]

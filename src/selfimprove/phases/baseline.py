@@ -122,12 +122,12 @@ def _bookkeep(rd: RunDir, arm: ArmDir, cfg: RunConfig, summary: EvalSummary) -> 
         record_summary(rd, summary, key="iter_0")
     inherited = summary.source == "init-from"
     src = "init-from" if inherited else "trained"
-    path = str(Path(cfg.init_from) / "prime_out") if inherited and cfg.init_from else str(arm.prime_out)
+    path = str(Path(cfg.init_from) / "prime_out") if inherited and cfg.init_from else rd.rel(arm.prime_out)
     cfg = rd.read_run()
     if (cfg.iter_0_source, cfg.iter_0_path, cfg.iter_0_step) != (src, path, summary.final_step):
         cfg.iter_0_source, cfg.iter_0_path, cfg.iter_0_step = src, path, summary.final_step
         rd.write_run(cfg)
-    text = rd.scratchpad.read_text(encoding="utf-8") if rd.scratchpad.exists() else ""
+    text = rd.read_scratchpad()
     if not scratchpad.has_entry(text, "iter_0"):
         traj = None if inherited else train_trajectory(arm)
         rd.append_scratchpad(scratchpad.render_iter0(summary, trajectory=traj, init_from=cfg.init_from if inherited else None))

@@ -8,11 +8,14 @@ kill leaves no half-made run behind.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import pkgutil
 import platform
 import re
 import shutil
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -33,6 +36,7 @@ from ..models import (
     RunConfig,
 )
 from ..rundir import RunDir, sorted_steps, write_model
+from ..stack import verifiers_classic as vc
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
@@ -183,12 +187,62 @@ Phase 3 ends only on budget or max_iters.
 
 
 _DATASET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+# The dataset names the run dir (<dataset>-<UTC stamp>, staged as .<that>.<random>) and the
+# generated env packages (<dataset>_run_b_combined-<ver>.dist-info and the like); file names
+# stop at 255 bytes, so the longest of these must fit with room to spare.
+MAX_DATASET_CHARS = 120
+
+
+def _installed_modules() -> set[str]:
+    """Top-level modules this Python can import, outside the standard library (a directory
+    listing of sys.path: nothing is imported)."""
+    return {m.name for m in pkgutil.iter_modules()
+            if not m.name.startswith("_") and m.name not in sys.stdlib_module_names}
+
+
+def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit_hub_id: bool) -> None:
+    """Refuse a typo before anything is written: the env's module is not installed but an
+    installed module is spelled almost the same (`selfimprove-arihth`). Other envs that
+    are not installed yet are left to `introspect` (prime fetches hub ids; `--env-path`
+    installs a local project); an explicit --hub-id is taken as meant."""
+    if env_path or explicit_hub_id or vc.is_importable(hub_id):
+        return
+    module = vc.env_module_name(hub_id)
+    close = difflib.get_close_matches(module, _installed_modules(), n=1, cutoff=0.8)
+    if close:
+        raise UsageError(
+            f"dataset '{dataset}': no environment module '{module}' is installed; did you mean "
+            f"{close[0].replace('_', '-')}? (for another env: --hub-id owner/name, or --env-path DIR)")
+
+
+def check_model(model: str, engine: str) -> None:
+    """Refuse, before any job, a student the chosen engine cannot load.
+
+    `selfimprove/<name>` ids are the shipped CPU students (one dir each under rl/students/);
+    the local CPU engine loads those or a local model dir with config.json, and never
+    downloads a hub model (e.g. Qwen/Qwen3-0.6B, the default, needs --engine prime-rl).
+    """
+    from ..rl.shipped import STUDENTS_DIR  # no torch import: a path constant
+
+    builtin = sorted(f"selfimprove/{p.name}" for p in STUDENTS_DIR.iterdir() if p.is_dir())
+    if model.startswith(BUILTIN_MODEL_PREFIX) and model not in builtin:
+        raise UsageError(f"--model {model}: no such built-in student; built-in: {', '.join(builtin)}")
+    is_local_dir = (Path(model).expanduser() / "config.json").is_file()
+    if engine == "local" and model not in builtin and not is_local_dir:
+        raise UsageError(
+            f"--model {model}: the local CPU engine loads only a built-in student ({', '.join(builtin)}) or a "
+            "local model dir with config.json, and does not download hub models; use --engine prime-rl on a GPU "
+            "machine, or --model selfimprove/tiny-arith"
+        )
 
 
 def bootstrap(opts: BootstrapOptions) -> RunDir:
     """Validate the flags, then create RUN_DIR with run.json, metrics.json and scratchpad.md."""
     if not _DATASET_RE.match(opts.dataset):
         raise UsageError(f"dataset '{opts.dataset}': use letters, digits, '-', '_' or '.' (it names packages and dirs)")
+    if len(opts.dataset) > MAX_DATASET_CHARS:
+        raise UsageError(f"dataset '{opts.dataset[:40]}...': {len(opts.dataset)} characters, at most {MAX_DATASET_CHARS} "
+                         "(it names the run dir and the generated packages); use a shorter name and --hub-id for the real id")
     budget_seconds = parse_budget(opts.budget)
     if opts.max_iters < 1:
         raise UsageError(f"--max-iters {opts.max_iters}: must be >= 1 (iter_0 counts)")
@@ -198,6 +252,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     check_batch(opts.batch_size, opts.rollouts_per_example, opts.allow_small_batch)
     env_args = parse_env_args(opts.env_args)
     engine = resolve_engine(opts.engine, opts.model)
+    check_model(opts.model, engine)
     init_from = None
     if opts.init_from:
         check_init_from(opts.init_from)
@@ -208,6 +263,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         if not (p / "pyproject.toml").is_file():
             raise UsageError(f"--env-path {opts.env_path}: no pyproject.toml there; point it at an environment project")
         env_path = str(p)
+    check_env_spelling(opts.dataset, opts.hub_id or f"primeintellect/{opts.dataset}", env_path, bool(opts.hub_id))
     config = None
     if opts.config:
         p = Path(opts.config).expanduser().resolve()

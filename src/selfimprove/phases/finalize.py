@@ -69,10 +69,14 @@ def _relative(path: str | None, rd: RunDir) -> str | None:
     """A checkpoint path relative to the run dir, for tables a person reads."""
     if not path:
         return None
-    try:
-        return str(Path(path).resolve().relative_to(rd.root))
-    except ValueError:
-        return path
+    where = rd.resolve(path)  # stored relative (or absolute in older run dirs)
+    inside = rd.rel(where.resolve())
+    return inside if not Path(inside).is_absolute() else str(where)
+
+
+def _usable(path: str | None, rd: RunDir) -> str | None:
+    """A stored checkpoint path as one a person can load from anywhere (absolute, current location)."""
+    return str(rd.resolve(path)) if path else None
 
 
 def _groups(metrics: Metrics) -> list[tuple[str, list[IterRecord]]]:
@@ -100,10 +104,10 @@ def _row(rd: RunDir, arm: str, members: list[IterRecord], best_arm: str | None) 
         "arm": arm, "label": label, "rows": data, "eval_acc": spread.mean_a, "eval_acc_sd": spread.sd_a,
         "n_seeds": len(members), "seeds": [m.seed for m in members], "acc_ci95": ci, "ci_kind": ci_kind,
         "n_eval": first.n_eval, "eval_reward_mean": sum(m.eval_reward_mean for m in members) / len(members),
-        "checkpoint": first.checkpoint, "checkpoint_rel": _relative(first.checkpoint, rd),
+        "checkpoint": _usable(first.checkpoint, rd), "checkpoint_rel": _relative(first.checkpoint, rd),
         "final_step": first.final_step, "best": arm == best_arm, "eval_split": first.eval_split,
         "members": [{"arm": m.arm, "seed": m.seed, "eval_acc": m.eval_acc, "acc_ci95": list(m.acc_ci95),
-                     "n_eval": m.n_eval, "checkpoint": m.checkpoint, "checkpoint_rel": _relative(m.checkpoint, rd)}
+                     "n_eval": m.n_eval, "checkpoint": _usable(m.checkpoint, rd), "checkpoint_rel": _relative(m.checkpoint, rd)}
                     for m in members],
     }
 
@@ -264,7 +268,7 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
             cfg.total_duration_s = round(cfg.end_ts - cfg.start_ts, 1)
         rd.write_run(cfg)
         table = build_table(rd)
-        pad = rd.scratchpad.read_text(encoding="utf-8")
+        pad = rd.read_scratchpad()
         if "## Final summary" not in pad:
             rd.append_scratchpad(_final_scratchpad(rd, table, cfg.phase4_errors))
         notes = []

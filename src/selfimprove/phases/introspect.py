@@ -96,7 +96,7 @@ def _abort(rd: RunDir, cfg: RunConfig, reason: str) -> None:
 
 def _upsert_scratchpad(rd: RunDir, section: str) -> None:
     """Replace the Phase 1 section of scratchpad.md (or append it), so re-runs don't pile up."""
-    old = rd.scratchpad.read_text(encoding="utf-8") if rd.scratchpad.exists() else ""
+    old = rd.read_scratchpad()
     start = old.find(marker(SCRATCHPAD_KEY))
     if start < 0:
         rd.append_scratchpad(section)

@@ -6,10 +6,13 @@ Every step writes its artefact LAST and records the hashes of its inputs, so
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -28,17 +31,13 @@ from ..gates.roundtrip import check_round_trip
 from ..models import RunConfig
 from ..resources import project_file
 from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
-from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text
+from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
 from ..stack import verifiers_classic
 from ..stack.env_package import build_package, count_rows, file_sha256, install_and_verify, package_name
 from .arms import stage, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
 
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return None
+_read_json = read_json_object  # a missing, damaged or non-object record means "step not done"
 
 
 # ---------------------------------------------------------------- 2. analyze
@@ -74,7 +73,7 @@ def write_skeletons(rd: RunDir, n: int, analysis: dict) -> None:
 
 def append_iteration_entry(rd: RunDir, n: int, analysis: dict) -> None:
     """The pre-iteration scratchpad entry (3a.5): five sections, results filled at record."""
-    if f"## Iteration {n} " in (rd.scratchpad.read_text(encoding="utf-8") if rd.scratchpad.exists() else ""):
+    if f"## Iteration {n} " in rd.read_scratchpad():
         return  # already appended before a crash
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     q = ", ".join(f"Q{x['quartile']} {x['reward_mean']:.2f}" for x in analysis.get("reward_by_length_quartile", []))
@@ -151,6 +150,50 @@ def generated_is_current(it: ArmDir) -> bool:
     )
 
 
+GEN_LOG_CAP_BYTES = 1_000_000  # gen.log keeps the first 1 MB of the generator's output, then drops the rest
+
+
+def _copy_capped(src, log_path: Path, cap: int) -> None:
+    """Copy the generator's output into gen.log up to `cap` bytes, then note the cut and
+    keep draining (so a chatty generator never blocks on a full pipe nor fills the disk)."""
+    written = dropped = 0
+    with open(log_path, "wb") as log:
+        for chunk in iter(lambda: src.read1(65536), b""):
+            keep = chunk[: max(0, cap - written)]
+            log.write(keep)
+            log.flush()
+            written += len(keep)
+            dropped += len(chunk) - len(keep)
+        if dropped:
+            log.write(f"\n[gen.log capped at {cap} bytes; {dropped} more bytes of output dropped]\n".encode())
+
+
+def _run_generator(it: ArmDir, log: Path, timeout: float) -> int | None:
+    """Run gen_dataset.py in its own process group; return its exit code, or None after a
+    timeout, when the whole group (the generator and any children it started) is killed."""
+    proc = subprocess.Popen([sys.executable, "gen_dataset.py"], cwd=it.dir, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    copier = threading.Thread(target=_copy_capped, args=(proc.stdout, log, GEN_LOG_CAP_BYTES), daemon=True)
+    copier.start()
+    try:
+        rc: int | None = proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        rc = None
+    except BaseException:  # Ctrl-C or a kill of this CLI: take the generator's group down too
+        _kill_group(proc)
+        raise
+    _kill_group(proc)  # also after a normal exit: children left running in the background
+    copier.join(timeout=10)
+    return rc
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
 def generate(it: ArmDir, *, timeout: float) -> dict:
     """Run the teacher's generator in a subprocess (cwd = iter dir, log gen.log). Rows are never edited."""
     ds = it.dir / "dataset.jsonl"
@@ -158,15 +201,14 @@ def generate(it: ArmDir, *, timeout: float) -> dict:
     (it.dir / "generate.json").unlink(missing_ok=True)
     log = it.dir / "gen.log"
     started = time.perf_counter()
-    with open(log, "w", encoding="utf-8") as f:
-        try:
-            proc = subprocess.run([sys.executable, "gen_dataset.py"], cwd=it.dir, stdout=f, stderr=subprocess.STDOUT,
-                                  timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        except subprocess.TimeoutExpired:
-            raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py: still running after {timeout:.0f} s (killed); make it faster; log: {log}") from None
-    if proc.returncode != 0:
+    returncode = _run_generator(it, log, timeout)
+    if returncode is None:
+        ds.unlink(missing_ok=True)  # whatever the killed generator half-wrote
+        raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py: still running after {timeout:.0f} s (killed with its "
+                                  f"child processes); make it faster; log: {log}")
+    if returncode != 0:
         tail = "".join(log.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)[-8:])
-        raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited {proc.returncode}; fix the generator (log {log}):\n{tail}")
+        raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited {returncode}; fix the generator (log {log}):\n{tail}")
     if not ds.is_file():
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited 0 but wrote no dataset.jsonl; it must write {ds}")
     rec = {"gen_sha256": file_sha256(it.dir / "gen_dataset.py"), "dataset_sha256": file_sha256(ds),
@@ -249,7 +291,7 @@ def eval_index(rd: RunDir) -> EvalNgramIndex:
 
 
 def _fill_buckets_section(rd: RunDir, n: int, report: WeaknessReport) -> None:
-    text = rd.scratchpad.read_text(encoding="utf-8")
+    text = rd.read_scratchpad()
     placeholder = "_filled from weakness_report.md when its gate passes._"
     head = f"## Iteration {n} "
     start = text.find(head)

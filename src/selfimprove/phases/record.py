@@ -51,7 +51,7 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         f"- what worked / what didn't / carry over: {WORKED_PLACEHOLDER}"
     )
     marker = RESULTS_MARKER.format(n=n)
-    pad = rd.scratchpad.read_text(encoding="utf-8")
+    pad = rd.read_scratchpad()
     if marker in pad:
         start = pad.rfind(RESULTS_PLACEHOLDER, 0, pad.index(marker))
         start = start if start >= 0 else pad.index(marker)

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..rundir import RunDir, atomic_write_json
-from ..teacher import TeacherContext, make_context
+from ..teacher import TeacherContext, call_teacher, make_context
 from ..ui import console, fmt_duration, phase_line
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
@@ -88,7 +88,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
             if not quiet:
                 console.print(f"teacher: iter_{n} ({'write' if fresh else 'fix: ' + str(stop).splitlines()[0]})")
             started = time.perf_counter()
-            teacher(make_context(rd, n, feedback))
+            call_teacher(teacher, make_context(rd, n, feedback))
             timings["teacher"] = timings.get("teacher", 0.0) + time.perf_counter() - started
             continue
         if result.kind == "ended":

@@ -57,6 +57,8 @@ def stage_checkpoints(iter0: ArmDir, target: ArmDir, step: int) -> dict:
         _stage_tree(iter0.orchestrator_ckpt(step), target.orchestrator_ckpt(step), hardlink=True),
         _stage_tree(iter0.broadcast(step), target.broadcast(step), hardlink=False),
     ]
+    root = iter0.dir.parent  # the run dir: store paths relative to it, so a copied run dir stays whole
+    trees = [{**t, "src": os.path.relpath(t["src"], root), "dst": os.path.relpath(t["dst"], root)} for t in trees]
     record = {"step": step, "trees": trees, "seconds": round(time.perf_counter() - started, 3)}
     atomic_write_json(target.dir / "stage.json", record)
     return record

@@ -294,16 +294,27 @@ def canonical_knobs(canonical: dict) -> dict:
 # ---------------------------------------------------------------- builders
 
 
+ITER0_CHECKPOINTS = 5  # iter_0 saves a checkpoint every max_steps / 5 steps: a crash loses at most a fifth
+
+
+def iter0_ckpt_interval(max_steps: int) -> int:
+    return max(1, max_steps // ITER0_CHECKPOINTS)
+
+
 def eval_overlay(*, max_steps: int, eval_env_id: str, eval_env_args: dict, num_examples: int,
                  max_completion_tokens: int = EVAL_MAX_TOKENS) -> dict:
-    """The seed's iter_0 eval_overlay.toml: one checkpoint at max_steps, eval on the hub env only.
+    """The seed's iter_0 eval_overlay.toml: checkpoints, one eval at max_steps on the hub env only.
 
+    The seed saves exactly one checkpoint (interval = max_steps), which left nothing to
+    `--resume` from after a crash mid-iter_0 (issue 13, which wins here): the overlay saves
+    every max_steps / 5 steps and keeps only the latest (keep_last = 1), so disk use stays
+    one extra checkpoint and the final step, the one every arm resumes from, is always kept.
     Its [[orchestrator.eval.env]] list replaces any eval envs of the canonical config (lists
     are replaced whole), so iter_0 is evaluated on exactly what every later arm is.
     """
     _positive(max_steps=max_steps, max_completion_tokens=max_completion_tokens)
     return {
-        "ckpt": {"interval": max_steps},
+        "ckpt": {"interval": iter0_ckpt_interval(max_steps), "keep_last": 1},
         "orchestrator": {"eval": {
             "interval": max_steps,
             "sampling": {"max_completion_tokens": max_completion_tokens},
