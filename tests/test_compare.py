@@ -68,7 +68,7 @@ def test_compare_runs_three_arms_then_finalize_table(run: RunDir, monkeypatch: p
     run_b = prime_rl.read_toml(run.control("run_b").rl_toml)
     envs = run_b["orchestrator"]["train"]["env"]
     canonical = prime_rl.read_toml(run.iter(0).dir / "canonical_rl.toml")
-    assert envs[0] == prime_rl.canonical_train_envs(canonical)[0] and envs[1]["id"] == "selfimprove_arith_run_b"
+    assert envs[0] == prime_rl.canonical_train_envs(canonical)[0] and envs[1]["id"] == f"selfimprove_arith_r{run.read_run().run_id}_run_b"
     assert "resume_step" not in run_b.get("ckpt", {})
     assert prime_rl.unknown_keys(run_b) == [] and prime_rl.type_errors(run_b) == []
     run_c = prime_rl.read_toml(run.control("run_c").rl_toml)

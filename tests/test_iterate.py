@@ -50,12 +50,13 @@ def test_full_iteration_then_max_iters_gate(run: RunDir) -> None:
     write_teacher_files(it.dir)
     result = iterate(run, quiet=True)
     assert result.kind == "ended" and run.read_run().status == "max_iters_reached"
+    pkg = f"selfimprove_arith_r{run.read_run().run_id}_iter_1"  # the run's id keeps runs' packages apart
     for name in ("dataset.jsonl", "generate.json", "gate_report.json", "gate_report.txt", "package.json", "stage.json",
-                 "rl.toml", "eval_summary.json", "record.json", "selfimprove_arith_iter_1/pyproject.toml"):
+                 "rl.toml", "eval_summary.json", "record.json", f"{pkg}/pyproject.toml"):
         assert (it.dir / name).exists(), name
     rl = (it.dir / "rl.toml").read_text()
     f = run.read_eval_summary(run.iter(0)).final_step
-    assert f"resume_step = {f}" in rl and f"max_steps = {f + 4}" in rl and 'id = "selfimprove_arith_iter_1"' in rl
+    assert f"resume_step = {f}" in rl and f"max_steps = {f + 4}" in rl and f'id = "{pkg}"' in rl
     arms = [r.arm for r in run.read_metrics().iters]
     assert arms == ["iter_0", "iter_1"]
     assert run.read_metrics().get("iter_1").rows == 600

@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
+from ..errors import Phase4Incomplete
+from ..phases.finalize import incomplete_message
 from ..phases.run import run
 from ..report.table import recommendation_line, summary_renderable
 from ..teacher import load_teacher
@@ -54,11 +56,16 @@ def command(
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
     result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_)
+    incomplete = incomplete_message(result)
     if json_:
         print_json(result)
+        if incomplete:
+            raise Phase4Incomplete(incomplete)
         return
     out.print(summary_renderable(result))
     timings = ", ".join(f"{k} {v:.0f}s" for k, v in result["timings_s"].items())
     out.print(f"run dir: {result['run_dir']} | status {result['status']} ({result['reason']}) | {timings}", markup=False)
     if line := recommendation_line(result):
         out.print(line, markup=False)
+    if incomplete:  # a dead Phase 4 arm: the summary above is partial (exit 6)
+        raise Phase4Incomplete(incomplete)

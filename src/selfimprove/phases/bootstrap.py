@@ -12,6 +12,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import shutil
 import tempfile
 import time
@@ -236,6 +237,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         max_iters=opts.max_iters,
         batch_size=opts.batch_size,
         init_from=init_from,
+        run_id=secrets.token_hex(4),  # isolates this run's env packages from other runs'
         engine=engine,
         engine_command=opts.engine_command,
         env_args=env_args,
