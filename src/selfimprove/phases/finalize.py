@@ -34,6 +34,7 @@ it), finalize writes a "## Partial summary" that names each missing arm, why,
 and the command that recovers it (`compare --restart` for a dead job), leaves
 the run open (no end_ts, status unchanged) and the CLI exits 6. The first
 finalize that finds every arm writes the "## Final summary" and closes the run.
+"""
 
 
 from __future__ import annotations
