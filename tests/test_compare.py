@@ -17,11 +17,12 @@ from selfimprove.phases import compare as compare_mod
 from selfimprove.phases.compare import compare, pick_best
 from selfimprove.phases.finalize import finalize
 from selfimprove.phases.iterate import iterate
+from selfimprove.phases.run import run_loop
 from selfimprove.phases.status import run_status
 from selfimprove.rundir import RunDir
 from selfimprove.stack import prime_rl
 
-from loop_helpers import baseline_run, run, write_teacher_files  # noqa: F401
+from loop_helpers import baseline_run, run, tree_digest, write_teacher_files  # noqa: F401
 
 CANARY = "CANARY-7f3a-SEALED-EVAL"
 
@@ -68,7 +69,7 @@ def test_compare_runs_three_arms_then_finalize_table(run: RunDir, monkeypatch: p
     run_b = prime_rl.read_toml(run.control("run_b").rl_toml)
     envs = run_b["orchestrator"]["train"]["env"]
     canonical = prime_rl.read_toml(run.iter(0).dir / "canonical_rl.toml")
-    assert envs[0] == prime_rl.canonical_train_envs(canonical)[0] and envs[1]["id"] == "selfimprove_arith_run_b"
+    assert envs[0] == prime_rl.canonical_train_envs(canonical)[0] and envs[1]["id"] == f"selfimprove_arith_r{run.read_run().run_id}_run_b"
     assert "resume_step" not in run_b.get("ckpt", {})
     assert prime_rl.unknown_keys(run_b) == [] and prime_rl.type_errors(run_b) == []
     run_c = prime_rl.read_toml(run.control("run_c").rl_toml)
@@ -187,6 +188,97 @@ def test_finalize_after_abort(run: RunDir) -> None:
     out = finalize(run)
     assert out["status"] == "aborted" and out["reason"] == "hub env x/y not found"
     assert run.read_run().end_ts is not None
+
+
+# ---------------------------------------------------------------- issue 13, item 2: no silent drop
+# run_b's job dies (the fake engine crashes after step 1). compare logs it and goes on; finalize must
+# then name run_b, why it is missing and the fix (`compare --restart`) in its output, the scratchpad
+# and `status`, keep the run open and exit 6. After the recovery the final summary is written.
+
+
+def test_dead_run_b_is_named_with_the_fix_and_the_summary_is_partial(run: RunDir, cli,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    finish_phase3(run)
+    real = compare_mod.run_arm
+
+    def run_b_job_dies(rd, arm_key, *args, **kwargs):
+        if arm_key != "run_b":
+            return real(rd, arm_key, *args, **kwargs)
+        with monkeypatch.context() as m:
+            m.setenv("FAKE_RL_CRASH_AFTER", "1")  # the job dies after its first step
+            return real(rd, arm_key, *args, **kwargs)
+
+    monkeypatch.setattr(compare_mod, "run_arm", run_b_job_dies)
+    result = compare(run, quiet=True)
+    assert set(result["arms"]) == {"run_a", "run_c"} and "run_b" in result["errors"]
+    monkeypatch.setattr(compare_mod, "run_arm", real)
+
+    res = cli("finalize", "--run-dir", run.root, "--no-plot")
+    assert res.exit_code == 6
+    fix = f"selfimprove compare --run-dir {run.root} --restart"
+    assert "INCOMPLETE" in res.stdout and "run_b" in res.stdout and fix in res.stdout
+    assert "summary is incomplete, missing run_b" in res.stderr and fix in res.stderr
+    pad = run.scratchpad.read_text()
+    assert "## Partial summary" in pad and "## Final summary" not in pad and fix in pad
+    cfg = run.read_run()
+    assert cfg.end_ts is None and cfg.status == "max_iters_reached"  # not closed
+    status = run_status(run)
+    assert status["next"] == fix and [m["arm"] for m in status["phase4_missing"]] == ["run_b"]
+    shown = cli("status", "--run-dir", run.root)
+    assert "missing Phase 4 arm run_b" in shown.stdout and "--restart" in shown.stdout
+    again = cli("finalize", "--run-dir", run.root, "--no-plot", "--json")  # re-run: still partial, not appended twice
+    assert again.exit_code == 6 and json.loads(again.stdout)["complete"] is False
+    assert run.scratchpad.read_text().count("## Partial summary") == 1
+
+    compare(run, restart=True, quiet=True)  # the fix the messages point to
+    done = cli("finalize", "--run-dir", run.root, "--no-plot", "--json")
+    assert done.exit_code == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["complete"] and [r["arm"] for r in out["rows"]][-3:] == ["run_a", "run_b", "run_c"]
+    assert "## Final summary" in run.scratchpad.read_text() and run.read_run().end_ts is not None
+    assert run_status(run)["phase4_missing"] == []
+
+
+def test_arm_never_trained_is_missing_too(run: RunDir, cli) -> None:
+    """Phase 3 over, best iteration known, compare never ran: finalize says run_a and run_b are missing."""
+    finish_phase3(run)
+    res = cli("finalize", "--run-dir", run.root, "--no-plot")
+    assert res.exit_code == 6 and "missing run_a" in res.stderr and "run_b" in res.stderr
+    assert f"selfimprove compare --run-dir {run.root}`" in res.stderr
+
+
+# ---------------------------------------------------------------- issue 13, items 8 and 4
+
+
+def test_runs_a_and_c_replay_the_best_iterations_overrides(run: RunDir) -> None:
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir)
+    (run.iter(1).dir / "overrides.toml").write_text("[trainer.optim]\nlr = 7e-06\n")
+    assert iterate(run, quiet=True).kind == "ended"
+    result = compare(run, quiet=True)
+    assert result["errors"] == {}
+    lr = {arm: prime_rl.get_path(prime_rl.read_toml(run.arm(arm).rl_toml), "trainer.optim.lr")
+          for arm in ("iter_1", "run_a", "run_c")}
+    assert lr == {"iter_1": 7e-06, "run_a": 7e-06, "run_c": 7e-06}
+
+
+def test_training_phases_refuse_a_closed_run(run: RunDir, cli) -> None:
+    """finalize closes the run; baseline and iterate then refuse; `run --run-dir` re-prints the summary."""
+    finalize(run, plot=False)
+    assert run.read_run().status == "completed" and run.read_run().end_ts is not None
+    before = tree_digest(run.root)
+    for phase in ("baseline", "iterate"):
+        res = cli(phase, "--run-dir", run.root)
+        assert res.exit_code == 5, (phase, res.stdout, res.stderr)
+        assert "the run is closed" in res.stderr and "selfimprove bootstrap" in res.stderr
+    assert tree_digest(run.root) == before
+
+    def no_teacher(ctx):
+        raise AssertionError("a closed run must not call the teacher")
+
+    out = run_loop(run, no_teacher, quiet=True)
+    assert out["status"] == "completed" and out["complete"]
 
 
 @pytest.mark.slow

@@ -116,7 +116,8 @@ def test_several_seeds_table_shows_mean_sd_and_recommends_a_significant_arm(tmp_
 
 def test_several_seeds_without_a_significant_lift_recommend_nothing(tmp_path: Path) -> None:
     """Seeds measured, but no arm beats iter_0 at p < 0.05: no model is recommended over it.
-    A seed that failed in Phase 4 is named in the table and the scratchpad, not silently dropped."""
+    A seed that failed in Phase 4 is named in the table and the scratchpad, not silently dropped,
+    and the summary is marked partial (issue 13: a missing arm never makes a complete summary)."""
     rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.50, 0.56, 0.47], "run_a": [0.52, 0.49, 0.55],
                              "run_b": [0.51], "run_c": [0.48, 0.53]})
     cfg = rd.read_run()
@@ -124,7 +125,9 @@ def test_several_seeds_without_a_significant_lift_recommend_nothing(tmp_path: Pa
     rd.write_run(cfg)
     out = finalize(rd, plot=False)
     assert {r["arm"]: r["n_seeds"] for r in out["rows"]}["run_c"] == 2
-    assert "run_c_seed2: engine exploded" in rendered(out) and "run_c_seed2: engine exploded" in rd.scratchpad.read_text()
+    failed = "run_c_seed2: its job failed: engine exploded"
+    assert failed in " ".join(rendered(out).split()) and failed in rd.scratchpad.read_text()
+    assert out["complete"] is False and "## Partial summary" in rd.scratchpad.read_text()
     assert out["recommended"] is None and out["recommendation"]["status"] == "none"
     line = recommendation_line(out)
     assert line.startswith("no model recommended over iter_0") and "seed-aware t-test" in line

@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
+from pathlib import Path
 
 import pytest
 
-from selfimprove.errors import GateFailed, TeacherActionNeeded
+from selfimprove.errors import EvalParseError, GateFailed, TeacherActionNeeded
 from selfimprove.phases import iteration_steps
 from selfimprove.phases.iterate import current_iteration, iterate, start_phase3_clock
 from selfimprove.phases.status import run_status
-from selfimprove.rundir import RunDir
+from selfimprove.rundir import RunDir, atomic_write_json
+from selfimprove.stack import prime_rl
+from selfimprove.stack.env_package import file_sha256, installed_provenance
 from selfimprove.ui import budget_line
 
 from loop_helpers import FAKE, GENERATOR, baseline_run, run, tree_digest, write_teacher_files  # noqa: F401
@@ -50,12 +54,13 @@ def test_full_iteration_then_max_iters_gate(run: RunDir) -> None:
     write_teacher_files(it.dir)
     result = iterate(run, quiet=True)
     assert result.kind == "ended" and run.read_run().status == "max_iters_reached"
+    pkg = f"selfimprove_arith_r{run.read_run().run_id}_iter_1"  # the run's id keeps runs' packages apart
     for name in ("dataset.jsonl", "generate.json", "gate_report.json", "gate_report.txt", "package.json", "stage.json",
-                 "rl.toml", "eval_summary.json", "record.json", "selfimprove_arith_iter_1/pyproject.toml"):
+                 "rl.toml", "eval_summary.json", "record.json", f"{pkg}/pyproject.toml"):
         assert (it.dir / name).exists(), name
     rl = (it.dir / "rl.toml").read_text()
     f = run.read_eval_summary(run.iter(0)).final_step
-    assert f"resume_step = {f}" in rl and f"max_steps = {f + 4}" in rl and 'id = "selfimprove_arith_iter_1"' in rl
+    assert f"resume_step = {f}" in rl and f"max_steps = {f + 4}" in rl and f'id = "{pkg}"' in rl
     arms = [r.arm for r in run.read_metrics().iters]
     assert arms == ["iter_0", "iter_1"]
     assert run.read_metrics().get("iter_1").rows == 600
@@ -274,3 +279,109 @@ def test_a_copied_run_dir_points_at_itself(run: RunDir, cli, tmp_path, monkeypat
     assert res.exit_code == 0, res.stderr
     rows = {r["arm"]: r for r in json.loads(res.stdout)["rows"]}
     assert rows["iter_1"]["checkpoint"].startswith(str(copy)) and os.path.isdir(rows["iter_1"]["checkpoint"])
+
+
+# ---------------------------------------------------------------- issue 13, item 1: run isolation
+# Generated env packages are installed into one shared site-packages. Run A is stopped after
+# packaging its iter_1; run B (same dataset) packages and trains its own iter_1; A is re-run and
+# must train on A's rows. The fake engine logs the sha256 of the dataset.jsonl each train env's
+# installed package holds (FAKE_RL_TRAIN_DATA_LOG), i.e. what it trained on.
+
+# Appended to run B's generator: the same buckets, but every question is B's own.
+B_ROWS = """
+rows = [dict(r, question="Run B asks: " + r["question"]) for r in rows]
+with open("dataset.jsonl", "w") as f:
+    for r in rows:
+        f.write(json.dumps(r) + "\\n")
+"""
+
+
+def _stop_before_training(monkeypatch: pytest.MonkeyPatch) -> None:
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt  # the user stops run A right after packaging
+
+    monkeypatch.setattr(iteration_steps, "train_resumed_arm", stopped)
+
+
+def _trained_on(log: Path, arm_dir: Path) -> list[str | None]:
+    lines = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+    return [e["dataset_sha256"] for e in lines if e["output_dir"].startswith(str(arm_dir))]
+
+
+@pytest.mark.parametrize("how_b_was_made", ["bootstrapped", "copied"])
+def test_a_rerun_after_b_packaged_trains_on_a_rows(run: RunDir, baseline_run: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, how_b_was_made: str) -> None:
+    """"bootstrapped": B is its own run (its own run_id, so its own package names). "copied": B is a
+    copy of A's run dir (same run_id, same names): the pre-training provenance check catches the
+    overwrite and reinstalls A's package."""
+    log = tmp_path / "train_data.jsonl"
+    monkeypatch.setenv("FAKE_RL_TRAIN_DATA_LOG", str(log))
+    a = run
+    b = RunDir(tmp_path / "b" / baseline_run.name)
+    shutil.copytree(baseline_run, b.root, symlinks=True)
+    if how_b_was_made == "bootstrapped":
+        cfg = b.read_run()
+        cfg.run_id = "b0b0b0b0"
+        b.write_run(cfg)
+    assert a.read_run().run_id and a.read_run().dataset == b.read_run().dataset
+
+    # Run A: teacher files, then stopped after packaging.
+    with pytest.raises(TeacherActionNeeded):
+        iterate(a, quiet=True)
+    write_teacher_files(a.iter(1).dir)
+    with monkeypatch.context() as m:
+        _stop_before_training(m)
+        with pytest.raises(KeyboardInterrupt):
+            iterate(a, quiet=True)
+    a_package = json.loads((a.iter(1).dir / "package.json").read_text())["package"]
+
+    # Run B: its own rows, packaged and trained.
+    with pytest.raises(TeacherActionNeeded):
+        iterate(b, quiet=True)
+    write_teacher_files(b.iter(1).dir)
+    with open(b.iter(1).dir / "gen_dataset.py", "a") as f:
+        f.write(B_ROWS)
+    assert iterate(b, quiet=True).kind == "ended"
+    a_sha, b_sha = file_sha256(a.iter(1).dir / "dataset.jsonl"), file_sha256(b.iter(1).dir / "dataset.jsonl")
+    assert a_sha != b_sha and _trained_on(log, b.iter(1).dir) == [b_sha]
+    b_package = json.loads((b.iter(1).dir / "package.json").read_text())["package"]
+    assert (a_package != b_package) == (how_b_was_made == "bootstrapped")
+
+    # Run A re-run: package.json is current, yet it must train on A's rows, not B's.
+    assert iterate(a, quiet=True).kind == "ended"
+    assert _trained_on(log, a.iter(1).dir) == [a_sha]
+    installed = installed_provenance(a_package)
+    assert installed["dataset_sha256"] == a_sha and installed["provenance"]["run_dir"] == str(a.root)
+
+
+# ---------------------------------------------------------------- issue 13, item 8: fidelity
+
+
+def _eval_examples(toml) -> int:
+    return sum(int(e["num_examples"]) for e in prime_rl.get_path(prime_rl.read_toml(toml), "orchestrator.eval.env"))
+
+
+def test_iter_n_caps_eval_examples_by_the_eval_split_like_iter0(run: RunDir) -> None:
+    """An env with fewer eval rows than eval_examples: iter_1 asks for the split's size, not more."""
+    hub = json.loads(run.hub_env_json.read_text())
+    hub["eval_size"] = 15  # smaller than run.json eval_examples (20)
+    atomic_write_json(run.hub_env_json, hub)
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir)
+    assert iterate(run, quiet=True).kind == "ended"
+    assert run.read_run().eval_examples == 20 and _eval_examples(run.iter(1).rl_toml) == 15
+
+
+def test_unparseable_iter_n_eval_aborts_the_run_with_the_reason(run: RunDir, monkeypatch) -> None:
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir)
+    monkeypatch.setenv("FAKE_RL_NO_REWARD", "1")  # the final eval rows have no reward field
+    with pytest.raises(EvalParseError, match="run aborted") as e:
+        iterate(run, quiet=True)
+    assert len(str(e.value).splitlines()) == 1
+    cfg = run.read_run()
+    assert cfg.status == "aborted" and cfg.reason.startswith("iter_1: final eval file failed to parse")
+    assert "no numeric 'reward'" in cfg.reason and "## Run aborted" in run.scratchpad.read_text()
+    assert run_status(run)["next"] == f"selfimprove finalize --run-dir {run.root}"

@@ -49,6 +49,10 @@ class EvalAggregationError(SelfImproveError):
     """Eval rollouts are missing, empty or lack numeric fields."""
 
 
+class EvalParseError(EvalAggregationError):
+    """The final eval file is missing, empty or does not parse (iter_0 / iter_N: the run is aborted)."""
+
+
 class TeacherActionNeeded(SelfImproveError):
     """The iteration waits for the teacher to write or fix a file."""
 
@@ -72,3 +76,15 @@ class NoLearningSignal(SelfImproveError):
     so it is not a GateFailed (the unattended loop would hand it to the teacher)."""
 
     exit_code = 4
+
+
+class PhaseOrderError(SelfImproveError):
+    """A phase was called before the phase it needs, or on a run that is already closed (nothing changed)."""
+
+    exit_code = 5
+
+
+class Phase4Incomplete(SelfImproveError):
+    """The summary lacks a Phase 4 arm (its job died or never ran); the message names it and the fix."""
+
+    exit_code = 6

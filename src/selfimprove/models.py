@@ -62,6 +62,11 @@ class RunConfig(FileModel):
     max_iters: int  # total iterations including iter_0
     batch_size: int  # TOTAL rollouts per step (unique prompts x rollouts_per_example)
     init_from: str | None = None  # prior run dir reused as iter_0 (Phase 2A), or null
+    # Random hex id of this run, made at bootstrap. It is part of every generated env package
+    # name (<dataset>_r<run_id>_iter_N), so two runs of one dataset never install over each
+    # other's training data. null in run.json of older runs: their packages keep the plain
+    # <dataset>_iter_N names, and the pre-training provenance check alone protects them.
+    run_id: str | None = None
     status: RunStatus = "running"
     reason: str | None = None  # why the run ended (e.g. "hub env X not found")
     compact_warnings: list[str] = Field(default_factory=list)

@@ -33,6 +33,8 @@ Checkpoints at multiples of [ckpt] interval; evals at step 0 and at multiples of
     FAKE_RL_ACC=0.4           eval accuracy (seeded, deterministic)
     FAKE_RL_LAUNCH_LOG=PATH   append "<pid> <argv>" per launch
     FAKE_RL_END_STAMP=PATH    write time.time() as the very last action before exiting (0 or 1)
+    FAKE_RL_TRAIN_DATA_LOG=PATH  append one JSON line per train env: the sha256 of the dataset.jsonl
+                              the installed package of that id holds (what a real engine would train on)
 """
 
 from __future__ import annotations
@@ -131,6 +133,19 @@ def row(example_id: int, reward: float, *, train: bool, canary: str, step: int) 
     return r
 
 
+def log_train_data(log: Path, out: Path, envs: list[dict]) -> None:
+    """Which rows each train env would load: its installed package's dataset.jsonl, by sha256."""
+    import hashlib
+    import importlib.util
+
+    with open(log, "a") as f:
+        for env in envs:
+            spec = importlib.util.find_spec(str(env.get("id", "")).replace("-", "_"))
+            data = Path(spec.origin).parent / "dataset.jsonl" if spec and spec.origin else None
+            sha = hashlib.sha256(data.read_bytes()).hexdigest() if data and data.is_file() else None
+            f.write(json.dumps({"output_dir": str(out), "env": env.get("id"), "dataset_sha256": sha}) + "\n")
+
+
 def main() -> None:
     argv = sys.argv[1:]
     if log := os.environ.get("FAKE_RL_LAUNCH_LOG"):
@@ -173,6 +188,8 @@ def main() -> None:
             die(f"FileExistsError: {out / 'checkpoints'} holds checkpoints; set clean_output_dir = true")
         start = 0
     print(f"fake rl: model={cfg.get('model', {}).get('name')} steps {start}->{max_steps} batch={batch} rpe={rpe}", flush=True)
+    if data_log := os.environ.get("FAKE_RL_TRAIN_DATA_LOG"):
+        log_train_data(Path(data_log), out, orch.get("train", {}).get("env", []))
 
     def eval_rows(step: int, n: int) -> list[dict]:
         rng = random.Random(1000 + step)

@@ -59,4 +59,8 @@ def command(
         out.print(f"{arm}: FAILED: {err}", markup=False)
     out.print(f"training seeds per arm: {result['seeds']} requested; finished: "
               + ", ".join(f"{arm} {len(keys)}" for arm, keys in result["seed_members"].items() if keys), markup=False)
-    out.print(f"next: selfimprove finalize --run-dir {rd.root}", markup=False)
+    if result["errors"]:  # finalize would only write a partial summary: recover the failed arms first
+        out.print(f"next: selfimprove compare --run-dir {rd.root} --restart (retrains the failed arms "
+                  f"{', '.join(result['errors'])}; finished arms are kept)", markup=False)
+    else:
+        out.print(f"next: selfimprove finalize --run-dir {rd.root}", markup=False)

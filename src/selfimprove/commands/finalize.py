@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from ..phases.finalize import finalize
+from ..errors import Phase4Incomplete
+from ..phases.finalize import finalize, incomplete_message
 from ..report.table import recommendation_line, summary_renderable
 from ..rundir import RunDir
 from ..ui import fmt_duration, out
@@ -29,19 +30,30 @@ def command(
     p < 0.05 under the seed-aware test, or with one seed a provisional pick
     (seed variance unmeasured).
 
+    A Phase 4 arm without a result (its job died, or compare never ran it) is
+    named with the reason and the fix (`compare --restart`); the summary is
+    then partial, the run stays open and the exit code is 6.
+
     Example usage:
 
         selfimprove finalize --run-dir $RUN_DIR
     """
     result = finalize(RunDir(run_dir), plot=plot, wandb=wandb)
+    incomplete = incomplete_message(result)
     if json_:
         print_json(result)
+        if incomplete:
+            raise Phase4Incomplete(incomplete)
         return
     out.print(summary_renderable(result))
-    out.print(f"status {result['status']} ({result['reason']}); total {fmt_duration(result['total_duration_s'])}", markup=False)
+    total = result["total_duration_s"]  # None while the run stays open (an incomplete summary)
+    total_text = f"total {fmt_duration(total)}" if total is not None else "run still open: summary incomplete"
+    out.print(f"status {result['status']} ({result['reason']}); {total_text}", markup=False)
     if line := recommendation_line(result):
         out.print(line, markup=False)
     if result["plot"]:
         out.print(f"plot: {result['plot']}", markup=False)
     for n in result["notes"]:
         out.print(n, markup=False)
+    if incomplete:  # after the table, so the last line says the table is not the final one
+        raise Phase4Incomplete(incomplete)

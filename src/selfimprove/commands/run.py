@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import UsageError
+from ..errors import Phase4Incomplete, UsageError
+from ..phases.finalize import incomplete_message
 from ..phases.run import run
 from ..report.table import recommendation_line, summary_renderable
 from ..rundir import RunDir
@@ -74,11 +75,16 @@ def command(
         teacher = default_teacher(env_id)
     write = load_teacher(teacher)
     result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal)
+    incomplete = incomplete_message(result)
     if json_:
         print_json(result)
+        if incomplete:
+            raise Phase4Incomplete(incomplete)
         return
     out.print(summary_renderable(result))
     timings = ", ".join(f"{k} {v:.0f}s" for k, v in result["timings_s"].items())
     out.print(f"run dir: {result['run_dir']} | status {result['status']} ({result['reason']}) | {timings}", markup=False)
     if line := recommendation_line(result):
         out.print(line, markup=False)
+    if incomplete:  # a dead Phase 4 arm: the summary above is partial (exit 6)
+        raise Phase4Incomplete(incomplete)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from rich.markup import escape
 from rich.table import Table
 
 from ..phases.status import run_status
@@ -53,4 +54,6 @@ def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
         out.print(t)
     if s["plot"]:
         out.print(f"plot: {s['plot']}")
+    for m in s["phase4_missing"]:
+        out.print(f"[red]missing Phase 4 arm[/red] {m['arm']}: {escape(m['why'])}; fix: {escape(m['fix'])}")
     out.print(f"next: {s['next']}")

@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..models import EvalSummary, RunConfig
 from ..rundir import ArmDir, RunDir
 from ..stack import prime_rl
-from .evals import aggregate_eval
+from .evals import aggregate_eval, expected_eval_examples
 from .staging import is_staged, stage_checkpoints
 
 
@@ -161,7 +161,7 @@ def train_resumed_arm(rd: RunDir, cfg: RunConfig, arm: ArmDir, *, train_envs: li
                       num_examples: int | None = None, record_name: str | None = None,
                       seed_index: int = 0) -> EvalSummary:
     """An arm resumed from iter_0's final checkpoint (iter_N, Run A, Run C); stages it before launch."""
-    n_eval = num_examples or cfg.eval_examples
+    n_eval = num_examples or expected_eval_examples(cfg, rd.read_hub_env())  # capped like iter_0's
     config = resumed_arm_config(rd, cfg, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
                                 wandb_name=wandb_name, overrides=teacher_overrides(overrides_file),
                                 seed_index=seed_index)

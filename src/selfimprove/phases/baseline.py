@@ -38,7 +38,8 @@ from ..stats import wilson_interval
 from ..student_limits import check_env_text, check_token_budget, model_context
 from ..ui import console
 from .bootstrap import check_init_from
-from .evals import EVAL_FILE, aggregate_eval, record_summary, summarize, train_reward_mean, train_trajectory
+from .evals import EVAL_FILE, abort_run_on_unparseable_eval, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
+from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT, learning_signal
 
 CANONICAL_COPY = "canonical_rl.toml"  # iter_0/: the config iter_0 trained with
@@ -65,6 +66,7 @@ def run_baseline(rd: RunDir, *, restart: bool = False, resume: bool = False, con
     rd.require()
     if cap_hours is not None and cap_hours <= 0:
         raise UsageError(f"--cap-hours {cap_hours}: must be > 0")
+    require_phase_order(rd, "baseline")
     with rd.lock("baseline"):
         cfg = rd.read_run()
         arm = rd.iter(0)
@@ -138,13 +140,6 @@ def _bookkeep(rd: RunDir, arm: ArmDir, cfg: RunConfig, summary: EvalSummary) -> 
 
 def _hub_env(rd: RunDir) -> HubEnv | None:
     return read_model(rd.hub_env_json, HubEnv) if rd.hub_env_json.is_file() else None
-
-
-def expected_eval_examples(cfg: RunConfig, hub: HubEnv | None) -> int:
-    """The seed's 200 (cfg.eval_examples), capped by the eval split's size when introspection knows it."""
-    if hub is not None and hub.eval_size:
-        return min(cfg.eval_examples, hub.eval_size)
-    return cfg.eval_examples
 
 
 def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, explicit: str | None,
@@ -232,7 +227,8 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
             f"iter_0: the job finished but saved no checkpoint {arm.trainer_ckpt(steps)}; Phase 3 has nothing to "
             f"resume from; check [ckpt] interval in {arm.eval_overlay}, move {arm.prime_out} aside and re-run"
         )
-    summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
+    with abort_run_on_unparseable_eval(rd, "iter_0"):
+        summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
     return summary, job
 
 

@@ -14,6 +14,7 @@ import os
 import pkgutil
 import platform
 import re
+import secrets
 import shutil
 import sys
 import tempfile
@@ -292,6 +293,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         max_iters=opts.max_iters,
         batch_size=opts.batch_size,
         init_from=init_from,
+        run_id=secrets.token_hex(4),  # isolates this run's env packages from other runs'
         engine=engine,
         engine_command=opts.engine_command,
         env_args=env_args,

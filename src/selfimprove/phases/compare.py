@@ -37,12 +37,14 @@ import time
 from typing import Any, Callable
 
 from ..errors import SelfImproveError, UsageError
-from ..gates.report import check_weakness_report
+from ..gates.report import WeaknessReport, check_weakness_report
 from ..models import IterRecord, Metrics, Phase4Error
-from ..rundir import RunDir, atomic_write_json, seed_key, split_seed_key
+from ..rundir import ArmDir, RunDir, atomic_write_json, seed_key, split_seed_key
 from ..stack import prime_rl
-from ..stack.env_package import count_rows, package_name
+from ..stack.env_package import count_rows
+from ..ui import console
 from . import iteration_steps as steps
+from .order import require_phase_order
 from .arms import (canonical_config, fresh_arm_config, retrain_with_seed, train_arm, train_resumed_arm,
                    training_seed)
 from ..stack.prime_rl import canonical_train_envs
@@ -64,7 +66,7 @@ def pick_best(iters: list[IterRecord]) -> IterRecord | None:
 
 def write_best_iter(rd: RunDir, best: IterRecord) -> dict:
     it = rd.iter(best.iter)
-    pkg = package_name(rd.read_run().dataset, f"iter_{best.iter}")
+    pkg = steps.package_name_for(rd.read_run(), f"iter_{best.iter}")
     record = {
         "best_iter": best.iter,
         "eval_acc": best.eval_acc,
@@ -103,21 +105,31 @@ def _package_best(rd: RunDir, arm_key: str, best_iter: int) -> tuple[str, int]:
     dataset = arm.dir / "dataset.jsonl"
     if not dataset.is_file():
         shutil.copy2(src_it.dir / "dataset.jsonl", dataset)
-    name = package_name(cfg.dataset, arm_key)
-    # The best iteration's report passed its gate; read it (for custom rewards) without re-gating.
-    report = check_weakness_report(src_it.dir / "weakness_report.md")[0] if (src_it.dir / "weakness_report.md").is_file() else None
-    if not steps.package_is_current(arm):
-        steps.package(rd, arm, name, report, origin=f"{arm_key}: best dataset of iter_{best_iter}",
-                      dataset=dataset, rewards_dir=src_it.dir)
+    name = steps.package_name_for(cfg, arm_key)
+    # Packages it if needed, and checks the installed copy is this run's before the arm trains.
+    steps.ensure_package(rd, arm, name, _best_report(src_it), origin=f"{arm_key}: best dataset of iter_{best_iter}",
+                         dataset=dataset, rewards_dir=src_it.dir, note=_print)
     return name, count_rows(dataset)
+
+
+def _best_report(src_it: ArmDir) -> WeaknessReport | None:
+    """The best iteration's report passed its gate; read it (for custom rewards) without re-gating."""
+    path = src_it.dir / "weakness_report.md"
+    return check_weakness_report(path)[0] if path.is_file() else None
+
+
+def _print(message: str) -> None:
+    console.print(message, highlight=False)
 
 
 def _retrain_best(rd: RunDir, best_iter: int, k: int, **job: Any) -> None:
     """Seed member k >= 1 of the best iteration: iter_N's exact config, seed canonical + k."""
     src = rd.iter(best_iter)
-    if not steps.package_is_current(src):
+    name = steps.package_name_for(rd.read_run(), src.name)
+    if not steps.package_is_current(src, name):
         raise SelfImproveError(f"{src.dir / 'package.json'}: missing or made from another dataset.jsonl; "
                                f"the best iteration's package cannot be reused for its seed replicates")
+    steps.ensure_package(rd, src, name, _best_report(src), origin=f"iteration {best_iter}", note=_print)
     key = seed_key(src.name, k)
     record = rd.read_metrics().get(src.name)
     retrain_with_seed(rd, rd.read_run(), src, rd.arm(key), seed=training_seed(rd, k), record_name=key,
@@ -139,10 +151,13 @@ def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, seed_index: i
     arm.dir.mkdir(parents=True, exist_ok=True)
     f = steps.iter0_final_step(rd)
     real_envs = canonical_train_envs(canonical_config(rd))
+    # Runs A and C replay the best iteration's overrides.toml (the teacher's knobs), so Run A repeats
+    # the best iteration exactly and Run A vs Run C differs by the training data only.
+    best_overrides = rd.iter(best_iter).dir / "overrides.toml"
     if arm_key == "run_a":
         name, rows = _package_best(rd, arm_key, best_iter)  # one package, in member 0's dir, for every seed
         train_resumed_arm(rd, cfg, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=key,
-                          overrides_file=None, rows=rows, num_examples=n_eval, record_name=key,
+                          overrides_file=best_overrides, rows=rows, num_examples=n_eval, record_name=key,
                           seed_index=seed_index, **job)
     elif arm_key == "run_b":
         name, rows = _package_best(rd, arm_key, best_iter)
@@ -153,7 +168,7 @@ def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, seed_index: i
         train_arm(rd, cfg, arm, config, record_name=arm_key, num_examples=n_eval, rows=rows, **job)
     elif arm_key == "run_c":
         train_resumed_arm(rd, cfg, arm, train_envs=real_envs, resume_step=f, wandb_name=key,
-                          overrides_file=None, rows=None, num_examples=n_eval, record_name=key,
+                          overrides_file=best_overrides, rows=None, num_examples=n_eval, record_name=key,
                           seed_index=seed_index, **job)
     else:
         raise SelfImproveError(f"unknown arm {arm_key}")
@@ -222,6 +237,7 @@ def compare(
     """
     rd.require()
     note = on_arm or (lambda _a, _e: None)
+    require_phase_order(rd, "compare")
     with rd.lock("compare"):
         cfg = rd.read_run()
         if cfg.status == "running":

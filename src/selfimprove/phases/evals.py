@@ -16,15 +16,17 @@ What is not covered: eval files of several eval envs are aggregated together
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import time
 from collections import OrderedDict
 from pathlib import Path
+from typing import Iterator
 
 from ..engines.rollouts import EVAL_FILE, TRAIN_FILE, train_rewards, train_steps
-from ..errors import EvalAggregationError
-from ..models import EvalSummary, ExampleScore, IterRecord
+from ..errors import EvalAggregationError, EvalParseError
+from ..models import EvalSummary, ExampleScore, HubEnv, IterRecord, RunConfig
 from ..rundir import CONTROL_ARMS, ArmDir, RunDir, write_model
 from ..stats import wilson_interval
 
@@ -33,11 +35,19 @@ RULE_IS_CORRECT = "metrics.is_correct"
 RULE_REWARD = "reward >= 0.5"
 
 
+def expected_eval_examples(cfg: RunConfig, hub: HubEnv | None) -> int:
+    """Eval examples per iteration (iter_0 and every iter_N alike): the seed's 200 (cfg.eval_examples),
+    capped by the eval split's size when introspection knows it."""
+    if hub is not None and hub.eval_size:
+        return min(cfg.eval_examples, hub.eval_size)
+    return cfg.eval_examples
+
+
 def eval_file(arm: ArmDir, step: int) -> Path:
     return arm.rollout_step(step) / EVAL_FILE
 
 
-class _NotJson(EvalAggregationError):
+class _NotJson(EvalParseError):
     """A line that does not decode (fatal unless it is the last line: then it is a torn write)."""
 
 
@@ -56,14 +66,14 @@ def _sealed_fields(line: bytes, lineno: int, path: Path) -> tuple[object, float,
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise _NotJson(f"{path}: line {lineno}: not JSON; the engine wrote a corrupt eval file, re-run with --restart") from None
     if not isinstance(row, dict):
-        raise EvalAggregationError(f"{path}: line {lineno}: not a JSON object")
+        raise EvalParseError(f"{path}: line {lineno}: not a JSON object")
     reward = _number(row.get("reward"))
     metrics = row.get("metrics")
     is_correct = _number(metrics.get("is_correct")) if isinstance(metrics, dict) else None
     example_id = row.get("example_id")
     del row  # the rest of the row (prompt, completion, answer, info) goes no further
     if reward is None:
-        raise EvalAggregationError(f"{path}: line {lineno}: no numeric 'reward'; is this an eval rollouts file of the seed dialect?")
+        raise EvalParseError(f"{path}: line {lineno}: no numeric 'reward'; is this an eval rollouts file of the seed dialect?")
     if not isinstance(example_id, (int, str)) or isinstance(example_id, bool):
         example_id = None
     return example_id, reward, is_correct
@@ -77,14 +87,14 @@ def read_sealed(path: Path) -> tuple[list[tuple[object, float, float]], int, str
     else is an error, and so is a row without a numeric reward.
     """
     if not path.is_file() or path.stat().st_size == 0:
-        raise EvalAggregationError(
+        raise EvalParseError(
             f"{path}: eval rollouts missing or empty; the seed's rule is 'Missing/empty eval_rollouts.jsonl -> abort': "
             "the arm cannot be scored; check train.log, then re-run with --restart"
         )
     out: list[tuple[object, float, float]] = []
     rules: set[str] = set()
     dropped = 0
-    pending: EvalAggregationError | None = None  # a bad line is fatal only if another line follows it
+    pending: EvalParseError | None = None  # a bad line is fatal only if another line follows it
     with open(path, "rb") as f:
         for lineno, line in enumerate(f, 1):
             if not line.strip():
@@ -97,7 +107,7 @@ def read_sealed(path: Path) -> tuple[list[tuple[object, float, float]], int, str
             try:
                 ex, reward, is_correct = _sealed_fields(line, lineno, path)
             except _NotJson as e:
-                pending = EvalAggregationError(str(e))
+                pending = EvalParseError(str(e))
                 continue
             if ex is None:
                 ex = len(out)  # no example_id: fall back to the row's position (pairing by order)
@@ -222,6 +232,24 @@ def record_summary(rd: RunDir, summary: EvalSummary, *, key: str | None = None, 
     )
     rd.record_arm(rec)
     return rec
+
+
+@contextlib.contextmanager
+def abort_run_on_unparseable_eval(rd: RunDir, arm: str) -> Iterator[None]:
+    """The seed's rule for iter_0 and every iter_N: "Validate eval_summary.json after every iter.
+    Parse failure -> abort." An eval file that is missing, empty or does not parse sets run.json
+    status "aborted" with the reason, then re-raises in one line. (Phase 4 arms do not abort the
+    run: their failures go to run.json phase4_errors and the others proceed.)"""
+    try:
+        yield
+    except EvalParseError as e:
+        problem = str(e).split("; ")[0]
+        cfg = rd.read_run()
+        cfg.status, cfg.reason = "aborted", f"{arm}: final eval file failed to parse: {problem}"
+        rd.write_run(cfg)
+        rd.append_scratchpad(f"## Run aborted\n\n{cfg.reason}. Next: `selfimprove finalize --run-dir {rd.root}`.\n")
+        raise EvalParseError(f"{problem}; run aborted (run.json status=aborted: an eval that fails to parse ends the "
+                             f"run); check {rd.arm(arm).train_log}, then `selfimprove finalize --run-dir {rd.root}`") from None
 
 
 def aggregate_eval(

@@ -27,7 +27,15 @@ A caveat printed with every table: BEST_ITER was chosen as the maximum of many
 iterations on the same eval examples, which inflates its figure (winner's
 curse). The Phase 4 arms, evaluated on the full split after the choice, are
 the honest figures; Run A vs Run C is the equal-compute test of the data.
+
+A summary never drops an arm silently. When Phase 4 is expected and an arm
+has no record (its job died: run.json phase4_errors; or compare never got to
+it), finalize writes a "## Partial summary" that names each missing arm, why,
+and the command that recovers it (`compare --restart` for a dead job), leaves
+the run open (no end_ts, status unchanged) and the CLI exits 6. The first
+finalize that finds every arm writes the "## Final summary" and closes the run.
 """
+
 
 from __future__ import annotations
 
@@ -43,7 +51,9 @@ from ..rundir import RunDir, split_seed_key
 from ..stats import ALPHA, UNMEASURED, compare_arms, compare_over_seeds, one_sample_t_test
 from .compare import ARM_LABELS, pick_best, seed_members
 from .evals import RULE_REWARD
+from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT
+from .status import missing_phase4_arms
 
 NO_EVAL_SPLIT = "train (no eval split)"
 
@@ -257,19 +267,52 @@ def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _missing_line(missing: list[dict]) -> str:
+    return "INCOMPLETE: the Phase 4 arm(s) " + ", ".join(m["arm"] for m in missing) + " are missing from this summary"
+
+
+def _partial_scratchpad(rd: RunDir, table: dict, missing: list[dict]) -> str:
+    """A partial summary: what is finished, what is missing and why, and how to recover. The final
+    summary is written by the first finalize that finds every Phase 4 arm."""
+    final = _final_scratchpad(rd, table, [])
+    body = final.split("\n", 1)[1]  # the table and tests, without the "## Final summary" heading
+    ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    lines = [f"## Partial summary — {ts}", "", f"**{_missing_line(missing)}**; the table below is not the final one:"]
+    lines += [f"- {m['arm']}: {m['why']}; recover with `{m['fix']}`, then `selfimprove finalize --run-dir {rd.root}`"
+              for m in missing]
+    return "\n".join(lines) + "\n" + body
+
+
+def incomplete_message(result: dict[str, Any]) -> str | None:
+    """One line for the CLI edge when the summary lacks Phase 4 arms (None when complete)."""
+    missing = result.get("missing_arms") or []
+    if not missing:
+        return None
+    parts = "; ".join(f"{m['arm']} ({m['why']})" for m in missing)
+    return (f"{result['run_dir']}/run.json: the summary is incomplete, missing {parts}; recover with "
+            f"`{missing[0]['fix']}`, then re-run `selfimprove finalize --run-dir {result['run_dir']}`")
+
+
 def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, Any]:
     rd.require()
+    require_phase_order(rd, "finalize")
     with rd.lock("finalize"):
         cfg = rd.read_run()
-        if cfg.status == "running":
-            cfg.status, cfg.reason = "completed", cfg.reason or "finalized"
-        if cfg.end_ts is None:  # re-running finalize re-prints; it does not move the end
-            cfg.end_ts = time.time()
-            cfg.total_duration_s = round(cfg.end_ts - cfg.start_ts, 1)
-        rd.write_run(cfg)
+        missing = missing_phase4_arms(rd, cfg)
+        if not missing:  # with arms missing, the run stays open (no end_ts) until they are recovered
+            if cfg.status == "running":
+                cfg.status, cfg.reason = "completed", cfg.reason or "finalized"
+            if cfg.end_ts is None:  # re-running finalize re-prints; it does not move the end
+                cfg.end_ts = time.time()
+                cfg.total_duration_s = round(cfg.end_ts - cfg.start_ts, 1)
+            rd.write_run(cfg)
         table = build_table(rd)
         pad = rd.read_scratchpad()
-        if "## Final summary" not in pad:
+        if missing:
+            partial = _partial_scratchpad(rd, table, missing)
+            if _missing_line(missing) not in pad:  # once per set of missing arms
+                rd.append_scratchpad(partial)
+        elif "## Final summary" not in pad:
             rd.append_scratchpad(_final_scratchpad(rd, table, cfg.phase4_errors))
         notes = []
         if plot and table["rows"]:
@@ -286,5 +329,6 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
                                            json.loads(cfg.model_dump_json()), table["rows"]))
         return {"run_dir": str(rd.root), "status": cfg.status, "reason": cfg.reason, "end_ts": cfg.end_ts,
                 "total_duration_s": cfg.total_duration_s, "seeds": cfg.seeds, **table,
+                "complete": not missing, "missing_arms": missing,
                 "plot": str(rd.plot_png) if rd.plot_png.exists() else None, "notes": notes,
                 "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors]}

@@ -31,8 +31,11 @@ from typing import Any, Callable, Literal
 from ..errors import GateFailed, NoLearningSignal, TeacherActionNeeded
 from ..models import RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json
+from ..ui import console
 from . import iteration_steps as steps
 from .analyze import analyze_failures
+from .evals import abort_run_on_unparseable_eval
+from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT
 
 StopKind = Literal["teacher", "ended", "iteration_done"]
@@ -104,13 +107,12 @@ def iterate(
 ) -> IterateResult:
     """Run iterations until the teacher must act, Phase 3 ends, or (with once) one iteration is done."""
     rd.require()
+    require_phase_order(rd, "iterate")
     with rd.lock("iterate"):
         while True:
             cfg = rd.read_run()
             if cfg.status != "running":
                 return IterateResult("ended", current_iteration(rd), f"Phase 3 is over (status {cfg.status}); next: selfimprove compare --run-dir {rd.root}")
-            if not rd.iter(0).eval_summary.is_file():
-                raise TeacherActionNeeded(f"{rd.iter(0).eval_summary}: missing; run `selfimprove baseline --run-dir {rd.root}` first")
             signal = cfg.learning_signal or {}
             if signal and not signal.get("has_signal") and not signal.get("allowed"):
                 raise NoLearningSignal(f"iter_0: {NO_SIGNAL_VERDICT} ({rd.run_json} learning_signal); to continue "
@@ -168,21 +170,23 @@ def run_one_iteration(
         note(n, "dataset gate")
         steps.dataset_gate(rd, it, n, report)
 
-    # 6. package
+    # 6. package, and before training: the installed package must be this run's (ensure_package)
     package = steps.package_name_for(cfg, f"iter_{n}")
-    if not steps.package_is_current(it):
+    if not steps.package_is_current(it, package) or not it.eval_summary.is_file():
         note(n, "package")
-        steps.package(rd, it, package, report, origin=f"iteration {n}")
+        steps.ensure_package(rd, it, package, report, origin=f"iteration {n}",
+                             note=None if quiet else lambda m: console.print(m, highlight=False))
 
     # 7. stage + 8. train
     if not it.eval_summary.is_file():
         note(n, "stage + train")
         f = steps.iter0_final_step(rd)
-        steps.train_resumed_arm(
-            rd, cfg, it, train_envs=[{"id": package}], resume_step=f, restart=restart, resume=resume,
-            quiet=quiet, cap_hours=cap_hours, wandb_name=f"iter_{n}", overrides_file=it.dir / "overrides.toml",
-            rows=steps.dataset_rows(it),
-        )
+        with abort_run_on_unparseable_eval(rd, it.name):
+            steps.train_resumed_arm(
+                rd, cfg, it, train_envs=[{"id": package}], resume_step=f, restart=restart, resume=resume,
+                quiet=quiet, cap_hours=cap_hours, wandb_name=f"iter_{n}", overrides_file=it.dir / "overrides.toml",
+                rows=steps.dataset_rows(it),
+            )
 
     # 9. record
     note(n, "record")

@@ -17,6 +17,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 from string import Template
+from typing import Callable
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..gates.common import GateFailure, GateReport, merge_reports
@@ -33,7 +34,8 @@ from ..resources import project_file
 from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
 from ..stack import verifiers_classic
-from ..stack.env_package import build_package, count_rows, file_sha256, install_and_verify, package_name
+from ..stack.env_package import (build_package, count_rows, file_sha256, install_and_verify, installed_provenance,
+                                 package_name, provenance_mismatch)
 from .arms import stage, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
 
@@ -307,12 +309,15 @@ def _fill_buckets_section(rd: RunDir, n: int, report: WeaknessReport) -> None:
 
 
 def package_name_for(cfg: RunConfig, suffix: str) -> str:
-    return package_name(cfg.dataset, suffix)
+    """The env package name of this run's arm `suffix` (run.json run_id keeps runs apart)."""
+    return package_name(cfg.dataset, suffix, cfg.run_id)
 
 
-def package_is_current(it: ArmDir) -> bool:
+def package_is_current(it: ArmDir, name: str | None = None) -> bool:
+    """package.json exists, was made from the arm's dataset.jsonl and (when given) under `name`."""
     rec = _read_json(it.dir / "package.json")
-    return bool(rec and rec.get("dataset_sha256") == file_sha256(it.dir / "dataset.jsonl"))
+    return bool(rec and rec.get("dataset_sha256") == file_sha256(it.dir / "dataset.jsonl")
+                and (name is None or rec.get("package") == name))
 
 
 def package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *, origin: str,
@@ -328,12 +333,38 @@ def package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *,
         if len(files) > 1:  # the package imports them from one module
             raise GateFailed(f"{it.dir}/weakness_report.md: custom_rewards name {len(files)} source files; put all of them in one file")
         rewards_file = (rewards_dir or it.dir) / files.pop()
+    provenance = {"run_dir": str(rd.root), "run_id": cfg.run_id, "arm": it.name}
     project = build_package(it.dir / name, name, dataset, hub_env_id=hub.env_id, hub_env_args=hub.env_args,
-                            origin=origin, rewards_file=rewards_file, rewards=rewards)
+                            origin=origin, rewards_file=rewards_file, rewards=rewards, provenance=provenance)
     rec = install_and_verify(project, name, count_rows(dataset), python=cfg.env_python or sys.executable,
                              log=it.dir / "install.log")
     rec["dataset_sha256"] = file_sha256(dataset)
     atomic_write_json(it.dir / "package.json", rec)
+    return rec
+
+
+def ensure_package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *, origin: str,
+                   dataset: Path | None = None, rewards_dir: Path | None = None,
+                   note: Callable[[str], None] | None = None) -> dict:
+    """Step 6, and the check before any job trains on a generated package: the copy installed
+    under `name` must hold this arm's dataset.jsonl, installed by this run. Packages it when
+    package.json is missing or stale; reinstalls (with a note) when the installed copy is someone
+    else's, e.g. a run dir copied from this one, or an older run without run_id that shares the
+    name; refuses with one line if even a fresh install does not hold this arm's rows."""
+    cfg = rd.read_run()
+    python = cfg.env_python or sys.executable
+    dataset = dataset or it.dir / "dataset.jsonl"
+    sha = file_sha256(dataset)
+    if package_is_current(it, name):
+        why = provenance_mismatch(installed_provenance(name, python), dataset_sha256=sha, run_id=cfg.run_id)
+        if why is None:
+            return _read_json(it.dir / "package.json") or {}
+        (note or (lambda _m: None))(f"{name}: the installed package is not this arm's: {why}; reinstalling it from {it.dir / name}")
+    rec = package(rd, it, name, report, origin=origin, dataset=dataset, rewards_dir=rewards_dir)
+    why = provenance_mismatch(installed_provenance(name, python), dataset_sha256=sha, run_id=cfg.run_id)
+    if why is not None:
+        raise SelfImproveError(f"{it.dir / 'package.json'}: {name} still does not hold this arm's rows after a reinstall "
+                               f"({why}); another process is installing under this name, stop it and re-run")
     return rec
 
 

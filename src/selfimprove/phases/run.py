@@ -62,6 +62,8 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
     `seeds` (Phase 4 training seeds) is written to run.json first, so a resumed run keeps it."""
     timings: dict[str, float] = {}
     rd.require()
+    if rd.read_run().end_ts is not None:  # finalized before: re-print the summary, train nothing
+        return {**finalize(rd), "timings_s": timings}
     record_seeds(rd, seeds)
     if not rd.hub_env_json.is_file():
         _timed(rd, "introspect", lambda: introspect(rd), timings)

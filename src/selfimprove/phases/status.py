@@ -7,13 +7,16 @@ import time
 from typing import Any
 
 from ..models import RunConfig
-from ..rundir import RunDir
+from ..rundir import RunDir, split_seed_key
 
 
 def next_step(rd: RunDir) -> tuple[str, str]:
     """(phase reached, what to run next), derived from the artefacts on disk."""
     cfg = rd.read_run()
     root = rd.root
+    missing = missing_phase4_arms(rd, cfg)
+    if missing and any(m["failed"] for m in missing):  # a dead arm outranks "finished": recover it first
+        return "compare", missing[0]["fix"]
     if cfg.end_ts is not None:
         return "finalize", "nothing: the run is finished"
     if cfg.status == "aborted":
@@ -49,6 +52,42 @@ def phase4_arms(rd: RunDir, cfg: RunConfig, done: set[str]) -> set[str]:
         need |= {seed_key("run_c", k)} if "run_c" in done else set()
         need |= {seed_key(best_arm, k)} if best_arm else set()
     return need
+
+
+def phase4_expected(rd: RunDir, cfg: RunConfig) -> bool:
+    """Phase 4 belongs in this run's summary: Phase 3 ended by its gates (compare is next), or compare
+    has started (best_iter.json). Not for aborted runs, runs still in Phase 3, runs finalized early
+    without compare, and runs where no iteration >= 1 finished (there is no best dataset)."""
+    from .compare import pick_best
+
+    if cfg.status in ("running", "aborted"):
+        return False
+    if cfg.status == "completed" and not rd.best_iter_json.exists():
+        return False
+    return pick_best(rd.read_metrics().iters) is not None
+
+
+def missing_phase4_arms(rd: RunDir, cfg: RunConfig) -> list[dict[str, Any]]:
+    """The Phase 4 arms the summary lacks, in run order: [{"arm", "why", "failed", "fix"}].
+
+    An arm is missing when Phase 4 needs it (Runs A and B, the seed replicates, Run C once it was
+    started or logged a failure) and metrics.json has no record of it. `failed` is True when its
+    job failed (run.json phase4_errors); the fix then restarts it (`compare --restart`)."""
+    if not phase4_expected(rd, cfg):
+        return []
+    done = {r.arm for r in rd.read_metrics().iters}
+    errors = {e.arm: e.error for e in cfg.phase4_errors}
+    need = phase4_arms(rd, cfg, done) | set(errors)
+    if rd.control("run_c").dir.is_dir():  # Run C was started (it is optional: --no-control skips it)
+        need.add("run_c")
+    order = {"run_a": 0, "run_b": 1, "run_c": 2}
+    out = []
+    for arm in sorted(need - done, key=lambda a: (split_seed_key(a)[1], order.get(split_seed_key(a)[0], 3), a)):
+        failed = arm in errors
+        why = f"its job failed: {errors[arm]}" if failed else "not trained yet (compare did not run, or stopped before it)"
+        fix = f"selfimprove compare --run-dir {rd.root}" + (" --restart" if failed else "")
+        out.append({"arm": arm, "why": why, "failed": failed, "fix": fix})
+    return out
 
 
 def budget_clock(cfg: RunConfig) -> tuple[str, float | None]:
@@ -92,5 +131,6 @@ def run_status(rd: RunDir) -> dict[str, Any]:
         "arms": [r.model_dump(mode="json") for r in metrics.iters],
         "compact_warnings": cfg.compact_warnings,
         "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors],
+        "phase4_missing": missing_phase4_arms(rd, cfg),
         "plot": str(rd.plot_png) if rd.plot_png.exists() else None,
     }

@@ -112,7 +112,11 @@ def summary_renderable(table: dict) -> Group:
                  "on reward; eval-sample noise only):"]
         lines += [f"  {line}" for line in comparison_lines(table["comparisons"])]
         parts.append(Text("\n".join(lines)))
-    if table.get("phase4_errors"):
+    if table.get("missing_arms"):  # finalize: the summary is partial until these are recovered
+        lines = ["INCOMPLETE: Phase 4 arm(s) missing from this table, so it is not the final summary:"]
+        lines += [f"  {m['arm']}: {m['why']}; recover with `{m['fix']}`, then finalize again" for m in table["missing_arms"]]
+        parts.append(Text("\n".join(lines), style="bold yellow"))
+    elif table.get("phase4_errors"):
         lines = ["Phase 4 arms that failed (not in the table; re-run `selfimprove compare` to retry them):"]
         lines += [f"  {e['arm']}: {e['error']}" for e in table["phase4_errors"]]
         parts.append(Text("\n".join(lines), style="yellow"))

@@ -6,6 +6,12 @@ subprocess: `load_environment(<package>)` must build exactly as many rows as
 dataset.jsonl holds. A mismatch cleans and retries once, then fails loudly.
 Real runs once trained for 90 minutes on a stale copy of an earlier
 iteration's rows; the cleanup + verify is what prevents that.
+
+Packages are installed into a shared site-packages, so two runs must never
+share a package name (run.json run_id is in every name), and before a job
+trains on a package the installed copy is checked against this arm's
+dataset.jsonl (`installed_provenance`): a run stopped after packaging cannot
+later train on rows another run installed under the same name.
 """
 
 from __future__ import annotations
@@ -26,9 +32,11 @@ from ..resources import project_file
 from ..rundir import atomic_write_json, atomic_write_text
 
 
-def package_name(dataset: str, suffix: str) -> str:
-    """`<dataset>_<suffix>` with underscores only (prime env install resolves by underscored name)."""
-    return f"{dataset}_{suffix}".replace("-", "_").replace(".", "_")
+def package_name(dataset: str, suffix: str, run_id: str | None = None) -> str:
+    """`<dataset>_r<run_id>_<suffix>` (`<dataset>_<suffix>` for runs without a run_id), with
+    underscores only (prime env install resolves by underscored name)."""
+    middle = f"_r{run_id}" if run_id else ""
+    return f"{dataset}{middle}_{suffix}".replace("-", "_").replace(".", "_")
 
 
 def file_sha256(path: Path) -> str:
@@ -54,8 +62,12 @@ def build_package(
     origin: str,
     rewards_file: Path | None = None,
     rewards: list[tuple[str, float]] = (),
+    provenance: dict | None = None,
 ) -> Path:
-    """Write `project_dir/` = pyproject.toml + `<package>/{__init__.py, dataset.jsonl[, rewards.py]}`."""
+    """Write `project_dir/` = pyproject.toml + `<package>/{__init__.py, dataset.jsonl, provenance.json[, rewards.py]}`.
+
+    provenance.json (run dir, run_id, arm, dataset sha256) travels with the installed copy, so a
+    later check can tell whose rows are installed under this name."""
     rows = count_rows(dataset)
     if project_dir.exists():
         shutil.rmtree(project_dir)
@@ -89,7 +101,51 @@ def build_package(
     ):
         atomic_write_text(dest, Template(project_file(tmpl).read_text(encoding="utf-8")).substitute(subs))
     shutil.copy2(dataset, pkg_dir / "dataset.jsonl")
+    atomic_write_json(pkg_dir / PROVENANCE_FILE, {**(provenance or {}), "dataset_sha256": file_sha256(dataset)})
     return project_dir
+
+
+PROVENANCE_FILE = "provenance.json"
+
+# Runs in the engine's interpreter without importing verifiers (fast): where the package
+# resolves, the sha256 of the dataset.jsonl it will load, and its provenance record.
+_PROVENANCE_SCRIPT = """
+import hashlib, importlib.util, json, pathlib, sys
+spec = importlib.util.find_spec(sys.argv[1])
+if spec is None or not spec.origin:
+    print(json.dumps({"found": False})); sys.exit(0)
+d = pathlib.Path(spec.origin).parent
+data, prov = d / "dataset.jsonl", d / sys.argv[2]
+print(json.dumps({
+    "found": True, "module_dir": str(d),
+    "dataset_sha256": hashlib.sha256(data.read_bytes()).hexdigest() if data.is_file() else None,
+    "provenance": json.loads(prov.read_text(encoding="utf-8")) if prov.is_file() else None,
+}))
+"""
+
+
+def installed_provenance(package: str, python: str = sys.executable) -> dict:
+    """What is installed under `package` in `python`'s environment: {"found", "module_dir",
+    "dataset_sha256" (of the rows a job would load), "provenance"}; {"found": False} if nothing."""
+    proc = subprocess.run([python, "-c", _PROVENANCE_SCRIPT, package, PROVENANCE_FILE],
+                          capture_output=True, text=True, timeout=120)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"found": False, "error": last}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def provenance_mismatch(installed: dict, *, dataset_sha256: str, run_id: str | None) -> str | None:
+    """Why the installed package is not this arm's (None when it is): not installed, other rows,
+    or another run's install (run_id differs)."""
+    if not installed.get("found"):
+        return "not installed" + (f" ({installed['error']})" if installed.get("error") else "")
+    if installed.get("dataset_sha256") != dataset_sha256:
+        return f"its dataset.jsonl (sha256 {str(installed.get('dataset_sha256'))[:12]}) is not this arm's ({dataset_sha256[:12]})"
+    prov = installed.get("provenance") or {}
+    if run_id and prov.get("run_id") != run_id:
+        return f"it was installed by run {prov.get('run_id')} ({prov.get('run_dir')}), not this run ({run_id})"
+    return None
 
 
 def site_packages(python: str = sys.executable) -> Path:

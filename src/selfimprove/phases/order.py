@@ -1,0 +1,51 @@
+"""Phase order: what each phase needs done before it runs, in one place.
+
+    introspect   the run is not closed
+    baseline     the run is not closed
+    iterate      iter_0 is done (baseline); the run is not closed
+    compare      iter_0 is done; Phase 3 is over (run.json status is no longer "running")
+    finalize     iter_0 is done, unless the run was aborted (finalize then records why it ended)
+
+"Closed" means finalize has completed the run (run.json end_ts is set). A
+closed run refuses every phase that trains or rewrites Phase 1-3 artefacts;
+`compare` stays open after finalize because the summary itself suggests
+`compare --seeds 3` to measure seed variance, and finalize can be re-run.
+Every refusal is one line naming the phase to run first, raised before the
+phase takes the lock or writes anything, so the run dir is left unchanged.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..errors import PhaseOrderError
+from ..rundir import RunDir
+
+Phase = Literal["introspect", "baseline", "iterate", "compare", "finalize"]
+
+NEEDS_BASELINE = ("iterate", "compare", "finalize")
+REFUSED_WHEN_CLOSED = ("introspect", "baseline", "iterate")
+
+
+def baseline_done(rd: RunDir) -> bool:
+    """iter_0 is scored: its eval_summary.json exists, or metrics.json holds its record."""
+    return rd.iter(0).eval_summary.is_file() or rd.read_metrics().get("iter_0") is not None
+
+
+def require_phase_order(rd: RunDir, phase: Phase) -> None:
+    """Raise PhaseOrderError (exit 5) when `phase` may not run on this run dir now."""
+    cfg = rd.read_run()
+    root = rd.root
+    if phase in REFUSED_WHEN_CLOSED and cfg.end_ts is not None:
+        raise PhaseOrderError(
+            f"{rd.run_json}: the run is closed (status {cfg.status}, finalized); `{phase}` would change a finished "
+            f"run; start a new run with `selfimprove bootstrap {cfg.dataset}` (or `--init-from {root}` to reuse its iter_0)"
+        )
+    if phase == "finalize" and cfg.status == "aborted":
+        return  # an aborted run is summarised with whatever it has
+    if phase in NEEDS_BASELINE and not baseline_done(rd):
+        first = "introspect" if not rd.hub_env_json.is_file() else "baseline"
+        raise PhaseOrderError(
+            f"{rd.iter(0).eval_summary}: missing; `{phase}` needs iter_0 first: run "
+            f"`selfimprove {first} --run-dir {root}`" + (" then baseline" if first == "introspect" else "")
+        )
