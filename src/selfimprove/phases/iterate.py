@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from ..errors import GateFailed, TeacherActionNeeded
+from ..faults import fault_point
 from ..models import RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json
 from . import iteration_steps as steps
@@ -85,6 +86,7 @@ def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
         return None
     cfg.status, cfg.reason = status, reason
     rd.write_run(cfg)
+    fault_point("phase3-end")
     rd.append_scratchpad(f"## Phase 3 ended: {status}\n\n{reason}. Next: `selfimprove compare`, then `selfimprove finalize`.\n")
     return IterateResult("ended", n, f"Phase 3 ended: {status} ({reason}); next: selfimprove compare --run-dir {rd.root}")
 
@@ -163,6 +165,7 @@ def run_one_iteration(
         steps.dataset_gate(rd, it, n, report)
 
     # 6. package
+    fault_point("gate-to-package")
     package = steps.package_name_for(cfg, f"iter_{n}")
     if not steps.package_is_current(it):
         note(n, "package")
@@ -181,6 +184,7 @@ def run_one_iteration(
     # 9. record
     note(n, "record")
     record = steps.record_iteration(rd, n)
+    fault_point("record")
     atomic_write_json(it.dir / "record.json", record)
     return IterateResult(
         "iteration_done", n,
