@@ -24,7 +24,7 @@ Rebuild them after changing the recipe: `selfimprove student build`.
 """,
 )
 
-# = rl.student.BUILTIN_IDS[0] (tests/test_faults.py checks it). Not imported from there: rl.student
+# = rl.student.BUILTIN_IDS[0] (tests/test_cli_help.py checks it). Not imported from there: rl.student
 # imports torch and transformers, ~13 s of CPU that every `selfimprove` command would pay at start.
 MODEL_ID = "selfimprove/tiny-arith"
 
