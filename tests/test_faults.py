@@ -27,7 +27,7 @@ every point to the end would cost ~10 minutes on 2 cores instead of ~3. Every la
 phase reads only the run dir, so equal run dirs at a phase end give equal summaries (the
 Phase 4/5 points check the summary itself).
 
-The figure (points survived / points tried) is printed after the module and kept in
+The figure (points survived / points tried) is printed in the terminal summary (tests/conftest.py) and kept in
 README "What a crash costs".
 """
 
@@ -287,19 +287,12 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
 OUTCOMES: dict[str, bool] = {}  # point name -> survived (every check passed)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def fault_figure(request: pytest.FixtureRequest):
-    """After the module: print the figure, points survived out of points tried."""
-    yield
+def figure_lines() -> list[str]:
+    """The figure, points survived out of points tried (printed by conftest's terminal summary)."""
     if not OUTCOMES:
-        return
+        return []
     lines = [f"fault suite: {sum(OUTCOMES.values())}/{len(OUTCOMES)} kill -9 points survived"]
-    lines += [f"  {'survived' if ok else 'FAILED  '}  {name}" for name, ok in OUTCOMES.items()]
-    print("\n".join(lines))  # shown with -rA / -s
-    reporter = request.config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is not None:
-        for line in lines:
-            reporter.write_line(line)
+    return lines + [f"  {'survived' if ok else 'FAILED  '}  {name}" for name, ok in OUTCOMES.items()]
 
 
 def _param(p: Point):
