@@ -27,8 +27,8 @@ every point to the end would cost ~10 minutes on 2 cores instead of ~3. Every la
 phase reads only the run dir, so equal run dirs at a phase end give equal summaries (the
 Phase 4/5 points check the summary itself).
 
-The figure (points survived / points tried) is printed in the terminal summary (tests/conftest.py) and kept in
-README "What a crash costs".
+The figure (points survived / points tried) is printed in pytest's terminal summary
+(tests/conftest.py) and kept in README "What a crash costs".
 """
 
 from __future__ import annotations
