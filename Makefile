@@ -13,7 +13,7 @@ BUDGET ?= 12m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup demo test test-quick bench student clean
+.PHONY: setup demo test test-quick test-faults bench student clean
 
 setup: $(VENV)/.installed
 
@@ -32,6 +32,10 @@ test: setup
 
 test-quick: setup
 	$(BIN)/python -m pytest -m "not slow"
+
+# The kill -9 fault suite alone (README "What a crash costs"); `make test` runs it too.
+test-faults: setup
+	$(BIN)/python -m pytest -m fault -rA
 
 # Rebuild the shipped built-in student from its warm-up recipe (after changing
 # src/selfimprove/rl/warmup.py; ~5 min on 2 cores) and re-measure its profile.json.

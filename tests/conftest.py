@@ -60,3 +60,12 @@ def new_run(cli: Cli, runs_dir: Path):
         return Path(json.loads(res.stdout)["run_dir"])
 
     return make
+
+
+def pytest_terminal_summary(terminalreporter) -> None:
+    """After the run: the fault suite's figure (tests/test_faults.py), when it ran."""
+    import sys
+
+    faults = next((m for name, m in list(sys.modules.items()) if name.rpartition(".")[2] == "test_faults"), None)
+    for line in faults.figure_lines() if faults is not None else []:
+        terminalreporter.write_line(line)

@@ -50,3 +50,23 @@ def test_subcommand_help(cli, name):
     assert "Example usage" in text
     for flag in KEY_FLAGS.get(name, []):
         assert flag in text, f"{name} --help does not mention {flag}"
+
+
+def test_cli_starts_without_torch() -> None:
+    """Importing the CLI loads neither torch nor transformers (they cost ~13 s of CPU per command);
+    the student command's default model is still the engine's built-in id."""
+    import subprocess
+    import sys
+
+    probe = "import sys, selfimprove.cli; print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    import ast
+    from pathlib import Path
+
+    from selfimprove.commands.student import MODEL_ID
+
+    source = (Path(__file__).parents[1] / "src" / "selfimprove" / "rl" / "student.py").read_text()
+    ids = next(ast.literal_eval(node.value) for node in ast.parse(source).body
+               if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", "") == "BUILTIN_IDS")
+    assert MODEL_ID == ids[0]  # read, not imported: importing rl.student loads torch

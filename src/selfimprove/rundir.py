@@ -25,6 +25,7 @@ from typing import Iterator, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .errors import RunDirError, RunDirLocked
+from .faults import fault_point
 from .models import EvalSummary, HubEnv, IterRecord, Metrics, RunConfig
 
 M = TypeVar("M", bound=BaseModel)
@@ -77,6 +78,7 @@ def atomic_write_text(path: Path, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        fault_point(f"write:{path.name}")
         os.replace(tmp, path)
     except OSError as e:
         with contextlib.suppress(FileNotFoundError):

@@ -32,6 +32,7 @@ from typing import Callable, Literal
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import JobFailed, RunDirError
+from ..faults import fault_point
 from ..models import FileModel
 from ..rundir import ArmDir, read_model, sorted_steps, write_model
 from ..ui import console
@@ -307,6 +308,7 @@ def watch(
     counter = LineCounter(Path(rec.expect.eval_file))
     rewards = TrainRewardTracker(arm)
     pace = _Pace()
+    fault_point(f"train:{arm.name}")  # the job runs detached: a kill here leaves it training
     with _progress_bar(progress, arm, rec) as bar:
         task = bar.add_task("train", total=rec.expect.max_steps, reward="-") if bar else None
         while True:

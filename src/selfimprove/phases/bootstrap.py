@@ -36,6 +36,7 @@ from ..models import (
     Metrics,
     RunConfig,
 )
+from ..faults import fault_point
 from ..rundir import RunDir, sorted_steps, write_model
 from ..stack import verifiers_classic as vc
 
@@ -312,6 +313,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         write_model(staging / "run.json", cfg)
         write_model(staging / "metrics.json", Metrics())
         (staging / "scratchpad.md").write_text(scratchpad_header(cfg, final), encoding="utf-8")
+        fault_point("bootstrap")
         os.rename(staging, final)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)

@@ -26,6 +26,7 @@ from typing import Iterator
 
 from ..engines.rollouts import EVAL_FILE, TRAIN_FILE, train_rewards, train_steps
 from ..errors import EvalAggregationError, EvalParseError
+from ..faults import fault_point
 from ..models import EvalSummary, ExampleScore, HubEnv, IterRecord, RunConfig
 from ..rundir import CONTROL_ARMS, ArmDir, RunDir, write_model
 from ..stats import wilson_interval
@@ -264,5 +265,6 @@ def aggregate_eval(
     """
     summary = summarize(arm, step=step, expected_examples=expected_examples, source=source, key=key)
     write_model(arm.eval_summary, summary)
+    fault_point(f"eval-recorded:{arm.name}")
     record_summary(rd or RunDir(arm.dir.parent), summary, key=key, rows=rows)
     return summary

@@ -45,6 +45,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from ..faults import fault_point
 from ..models import EvalSummary, IterRecord, Metrics
 from ..report.table import comparison_lines, seed_test_lines
 from ..rundir import RunDir, split_seed_key
@@ -306,6 +307,7 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
                 cfg.end_ts = time.time()
                 cfg.total_duration_s = round(cfg.end_ts - cfg.start_ts, 1)
             rd.write_run(cfg)
+        fault_point("finalize")
         table = build_table(rd)
         pad = rd.read_scratchpad()
         if missing:

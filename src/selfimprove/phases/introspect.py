@@ -32,6 +32,7 @@ from typing import Any
 from rich.markup import escape
 
 from ..errors import EnvNotFound, RunDirError, UsageError
+from ..faults import fault_point
 from ..models import HubEnv, RunConfig
 from ..rundir import RunDir, atomic_write_text
 from ..scratchpad import marker
@@ -245,6 +246,7 @@ def introspect(
         if recorded_path and recorded_path != cfg.env_path:
             cfg.env_path = recorded_path
             rd.write_run(cfg)
+        fault_point("introspect")
         rd.write_hub_env(hub)  # last: its presence marks Phase 1 done
         phase_line("done", "introspect")
         return IntrospectResult(hub_env=hub, steps=list(steps))

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
 from ..errors import GateFailed, NoLearningSignal, TeacherActionNeeded
+from ..faults import fault_point
 from ..models import RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json
 from ..ui import console
@@ -90,6 +91,7 @@ def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
         return None
     cfg.status, cfg.reason = status, reason
     rd.write_run(cfg)
+    fault_point("phase3-end")
     rd.append_scratchpad(f"## Phase 3 ended: {status}\n\n{reason}. Next: `selfimprove compare`, then `selfimprove finalize`.\n")
     return IterateResult("ended", n, f"Phase 3 ended: {status} ({reason}); next: selfimprove compare --run-dir {rd.root}")
 
@@ -171,6 +173,7 @@ def run_one_iteration(
         steps.dataset_gate(rd, it, n, report)
 
     # 6. package, and before training: the installed package must be this run's (ensure_package)
+    fault_point("gate-to-package")
     package = steps.package_name_for(cfg, f"iter_{n}")
     if not steps.package_is_current(it, package) or not it.eval_summary.is_file():
         note(n, "package")
@@ -191,6 +194,7 @@ def run_one_iteration(
     # 9. record
     note(n, "record")
     record = steps.record_iteration(rd, n)
+    fault_point("record")
     atomic_write_json(it.dir / "record.json", record)
     return IterateResult(
         "iteration_done", n,

@@ -20,6 +20,7 @@ from string import Template
 from typing import Callable
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
+from ..faults import fault_point
 from ..gates.common import GateFailure, GateReport, merge_reports
 from ..gates.dataset import check_dataset, load_dataset_jsonl
 from ..gates.dedup import check_eval_overlap, check_near_duplicates
@@ -213,6 +214,7 @@ def generate(it: ArmDir, *, timeout: float) -> dict:
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited {returncode}; fix the generator (log {log}):\n{tail}")
     if not ds.is_file():
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited 0 but wrote no dataset.jsonl; it must write {ds}")
+    fault_point("generate")
     rec = {"gen_sha256": file_sha256(it.dir / "gen_dataset.py"), "dataset_sha256": file_sha256(ds),
            "rows": count_rows(ds), "seconds": round(time.perf_counter() - started, 2)}
     atomic_write_json(it.dir / "generate.json", rec)

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from ..errors import SelfImproveError
+from ..faults import fault_point
 from ..rundir import ArmDir, atomic_write_json
 
 
@@ -51,8 +52,9 @@ def _stage_tree(src: Path, dst: Path, *, hardlink: bool) -> dict:
 def stage_checkpoints(iter0: ArmDir, target: ArmDir, step: int) -> dict:
     """Stage iter_0's step-`step` trees into `target`; writes target/stage.json last."""
     started = time.perf_counter()
-    trees = [
-        _stage_tree(iter0.trainer_ckpt(step), target.trainer_ckpt(step), hardlink=True),
+    trees = [_stage_tree(iter0.trainer_ckpt(step), target.trainer_ckpt(step), hardlink=True)]
+    fault_point("stage")  # one of the four trees staged
+    trees += [
         _stage_tree(iter0.weights(step), target.weights(step), hardlink=True),
         _stage_tree(iter0.orchestrator_ckpt(step), target.orchestrator_ckpt(step), hardlink=True),
         _stage_tree(iter0.broadcast(step), target.broadcast(step), hardlink=False),

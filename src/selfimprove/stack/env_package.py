@@ -28,6 +28,7 @@ from pathlib import Path
 from string import Template
 
 from ..errors import SelfImproveError
+from ..faults import fault_point
 from ..resources import project_file
 from ..rundir import atomic_write_json, atomic_write_text
 
@@ -222,6 +223,7 @@ def install_and_verify(
     for attempt in (1, 2):
         removed = cleanup_stale(package, sp)
         install_package(project_dir, python, log)
+        fault_point("install")
         result = verify_rows(package, python)
         attempts.append({"attempt": attempt, "removed": removed, **result})
         if result.get("rows") == expected_rows:
