@@ -21,10 +21,15 @@ from typer.testing import CliRunner
 
 from selfimprove.cli import app
 
+
 REPO = Path(__file__).resolve().parents[1]
 
 os.environ["SELFIMPROVE_NO_STUDENT_BUILD"] = "1"
 os.environ["SELFIMPROVE_CACHE"] = os.path.join(tempfile.gettempdir(), f"selfimprove-test-cache-{os.getpid()}")  # never created
+
+# One iter_0-done run (fake engine) for the whole session, copied per test by `run`: defined here,
+# not imported into each module, because a module-level import makes pytest build it once per module.
+from loop_helpers import baseline_run, run  # noqa: E402,F401
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from selfimprove.phases.status import run_status
 from selfimprove.rundir import RunDir
 from selfimprove.stack import prime_rl
 
-from loop_helpers import baseline_run, run, tree_digest, write_teacher_files  # noqa: F401
+from loop_helpers import tree_digest, write_teacher_files
 
 CANARY = "CANARY-7f3a-SEALED-EVAL"
 

@@ -29,7 +29,7 @@ from selfimprove.stack import prime_rl
 from selfimprove.stack import verifiers_classic as vc
 from selfimprove.student_limits import check_env_text, check_token_budget, model_context
 
-from loop_helpers import FAKE, baseline_run, run  # noqa: F401
+from loop_helpers import FAKE
 
 REPO = Path(__file__).resolve().parents[1]
 ENV_ID = "si_outside_copy_env"

@@ -28,7 +28,6 @@ from selfimprove.phases.iterate import iterate
 from selfimprove.rundir import RunDir
 from selfimprove.skill import SKILL_FILES, SKILL_NAME
 
-from loop_helpers import baseline_run, run  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 SKILL = (REPO / "SKILL.md").read_text(encoding="utf-8")
