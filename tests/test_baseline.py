@@ -14,6 +14,7 @@ import pytest
 from selfimprove.engines.jobs import read_job
 from selfimprove.models import HubEnv, RewardFunc, RunConfig
 from selfimprove.rundir import RunDir, write_model
+from selfimprove.stack import prime_rl
 
 FAKE = Path(__file__).parent / "fakes" / "fake_rl.py"
 SMALL = ("--steps-per-run", "4", "--batch-size", "32", "--rollouts-per-example", "4", "--allow-small-batch",
@@ -86,6 +87,32 @@ def test_2b_uses_explicit_config_and_records_it(run: Path, cli, tmp_path: Path) 
     assert res.exit_code == 0, res.stderr
     assert (RunDir(run).iter(0).dir / "canonical_rl.toml").read_bytes() == canon.read_bytes()
     assert RunDir(run).read_run().canonical_config == str(canon.resolve())
+
+
+def test_2b_canonical_max_tokens_is_renamed_not_doubled(run: Path, cli, tmp_path: Path) -> None:
+    """A canonical [orchestrator.eval.sampling] max_tokens is moved to max_completion_tokens in the copy,
+    so the overlay's value replaces it instead of landing beside it (prime-rl refuses both spellings)."""
+    canon = tmp_path / "rl.toml"
+    canon.write_text('[model]\nname = "x"\n[orchestrator.renderer]\nname = "default"\n'
+                     '[orchestrator.eval.sampling]\nmax_tokens = 512\n'
+                     '[[orchestrator.train.env]]\nid = "selfimprove-arith"\n[trainer]\n[inference]\n')
+    res = cli("baseline", "--run-dir", run, "--config", canon)
+    assert res.exit_code == 0, res.stderr
+    copy = prime_rl.read_toml(RunDir(run).iter(0).dir / "canonical_rl.toml")
+    assert copy["orchestrator"]["eval"]["sampling"] == {"max_completion_tokens": 512}
+    merged = prime_rl.deep_merge(copy, prime_rl.read_toml(RunDir(run).iter(0).eval_overlay))
+    assert prime_rl.alias_conflicts(merged) == []
+
+
+def test_canonical_config_with_both_spellings_is_refused(run: Path, cli, tmp_path: Path) -> None:
+    bad = tmp_path / "both.toml"
+    bad.write_text('[trainer]\n[orchestrator.eval.sampling]\nmax_tokens = 5\nmax_completion_tokens = 6\n')
+    res = cli("baseline", "--run-dir", run, "--config", bad)
+    assert res.exit_code == 1
+    err = " ".join(res.stderr.split())
+    assert "orchestrator.eval.sampling.max_tokens and orchestrator.eval.sampling.max_completion_tokens" in err
+    assert str(bad) in err and "keep one" in err
+    assert not (RunDir(run).iter(0).dir / "canonical_rl.toml").exists()
 
 
 def test_2b_torn_last_line_is_reported_not_fatal(run: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
