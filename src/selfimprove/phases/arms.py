@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..models import EvalSummary, RunConfig
 from ..rundir import ArmDir, RunDir
 from ..stack import prime_rl
+from ..stack.dialects import dialect_for
 from .evals import aggregate_eval
 from .staging import is_staged, stage_checkpoints
 
@@ -51,7 +52,7 @@ def canonical_path(rd: RunDir) -> Path:
 
 
 def canonical_config(rd: RunDir) -> dict:
-    return prime_rl.read_toml(canonical_path(rd))
+    return dialect_for(rd.read_run()).read_toml(canonical_path(rd))
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, object]:
@@ -83,7 +84,8 @@ def _wandb(cfg: RunConfig, name: str) -> dict | None:
 def _knobs(rd: RunDir, overrides: dict, seed_index: int = 0) -> dict:
     """Canonical knobs with the teacher's overrides on top (same keys, same mapping);
     seed member k >= 1 trains with training_seed(rd, k) instead of the canonical seed."""
-    knobs = {**prime_rl.canonical_knobs(canonical_config(rd)), **prime_rl.canonical_knobs(overrides)}
+    dialect = dialect_for(rd.read_run())
+    knobs = {**dialect.canonical_knobs(canonical_config(rd)), **dialect.canonical_knobs(overrides)}
     if seed_index:
         knobs["seed"] = training_seed(rd, seed_index)
     return knobs
@@ -96,13 +98,13 @@ def training_seed(rd: RunDir, seed_index: int) -> int:
     when the canonical config sets none; k >= 1 then counts from 0, which is the CPU
     engine's default but not necessarily another engine's).
     """
-    base = prime_rl.get_path(canonical_config(rd), "orchestrator.seed")
+    base = dialect_for(rd.read_run()).canonical_knobs(canonical_config(rd)).get("seed")
     return int(base or 0) + seed_index
 
 
-def with_seed(config: dict, seed: int) -> dict:
-    """`config` with [orchestrator] seed = `seed` and nothing else changed (a seed replicate)."""
-    config.setdefault("orchestrator", {})["seed"] = seed
+def with_seed(config: dict, seed: int, seed_key: str = "orchestrator.seed") -> dict:
+    """`config` with the dialect's training seed key = `seed` and nothing else changed (a seed replicate)."""
+    prime_rl.set_path(config, seed_key, seed)
     return config
 
 
@@ -119,7 +121,7 @@ def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
 def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], resume_step: int, num_examples: int,
                        wandb_name: str, overrides: dict | None = None, seed_index: int = 0) -> dict:
     hub = rd.read_hub_env()
-    return _eval_like_iter0(rd, prime_rl.resume_config(
+    return _eval_like_iter0(rd, dialect_for(cfg).resume_config(
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
         eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
@@ -129,7 +131,7 @@ def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], re
 
 def fresh_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], num_examples: int, wandb_name: str) -> dict:
     hub = rd.read_hub_env()
-    return _eval_like_iter0(rd, prime_rl.fresh_config(
+    return _eval_like_iter0(rd, dialect_for(cfg).fresh_config(
         model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
         eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
@@ -148,8 +150,9 @@ def train_arm(
     trees there, because --restart moves the whole prime_out aside.
     """
     max_steps = int(config["max_steps"])
-    prime_rl.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
-    cmd = engine_command(cfg) + prime_rl.rl_command_args([arm.rl_toml], {}, arm.prime_out)
+    dialect = dialect_for(cfg)
+    dialect.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
+    cmd = engine_command(cfg) + dialect.rl_command_args([arm.rl_toml], {}, arm.prime_out)
     expect = JobExpectation(max_steps=max_steps, num_examples=num_examples, cap_hours=cap_hours)
     run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch)
     return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=rd, key=record_name, rows=rows)
@@ -178,11 +181,13 @@ def retrain_with_seed(rd: RunDir, cfg: RunConfig, src: ArmDir, dst: ArmDir, *, s
     For the best iteration's seed replicates: same data, same package, same knobs and teacher
     overrides, same eval examples, from the same iter_0 checkpoint (staged before launch).
     """
-    config = prime_rl.read_toml(src.rl_toml)
-    with_seed(config, seed)
-    if isinstance(config.get("wandb"), dict):
-        config["wandb"]["name"] = record_name
-    evals = prime_rl.get_path(config, "orchestrator.eval.env") or []
+    dialect = dialect_for(cfg)
+    config = dialect.read_toml(src.rl_toml)
+    with_seed(config, seed, dialect.training_seed_key())
+    for table in ("wandb", "monitors.wandb"):  # the seed's and main's spelling; a config holds one
+        if isinstance(prime_rl.get_path(config, table), dict):
+            prime_rl.get_path(config, table)["name"] = record_name
+    evals = dialect.eval_sources(config)
     n_eval = sum(int(e.get("num_examples", 0)) for e in evals) if evals else 0
     n_eval = n_eval if n_eval > 0 else cfg.eval_examples
     return train_arm(rd, cfg, dst, config, record_name=record_name, num_examples=n_eval, rows=rows,

@@ -45,7 +45,7 @@ from ..stack.env_package import count_rows, package_name
 from . import iteration_steps as steps
 from .arms import (canonical_config, fresh_arm_config, retrain_with_seed, train_arm, train_resumed_arm,
                    training_seed)
-from ..stack.prime_rl import canonical_train_envs
+from ..stack.dialects import dialect_for
 
 ARM_LABELS = {
     "run_a": "run_a (best @iter0)",
@@ -138,7 +138,7 @@ def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, seed_index: i
     arm = rd.control(arm_key, seed_index)
     arm.dir.mkdir(parents=True, exist_ok=True)
     f = steps.iter0_final_step(rd)
-    real_envs = canonical_train_envs(canonical_config(rd))
+    real_envs = dialect_for(cfg).canonical_train_envs(canonical_config(rd))
     if arm_key == "run_a":
         name, rows = _package_best(rd, arm_key, best_iter)  # one package, in member 0's dir, for every seed
         train_resumed_arm(rd, cfg, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=key,
@@ -181,7 +181,8 @@ def _stamp_seed(rd: RunDir, key: str) -> None:
     unstamped by a kill between its eval and this call."""
     base, k = split_seed_key(key)
     toml = rd.arm(key).rl_toml
-    seed = prime_rl.get_path(prime_rl.read_toml(toml), "orchestrator.seed") if toml.is_file() else None
+    seed_key = dialect_for(rd.read_run()).training_seed_key()
+    seed = prime_rl.get_path(prime_rl.read_toml(toml), seed_key) if toml.is_file() else None
     fields = {"seed": seed, "replicate_of": base if k else None}
     metrics = rd.read_metrics()
     rec = metrics.get(key)
