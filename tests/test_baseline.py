@@ -145,6 +145,18 @@ def test_canonical_config_with_bad_key_is_named(run: Path, cli, tmp_path: Path) 
     assert not (RunDir(run).iter(0).dir / "canonical_rl.toml").exists()  # a bad config is never frozen
 
 
+def test_canonical_config_of_the_other_dialect_is_named(run: Path, cli, tmp_path: Path) -> None:
+    """A prime-rl >= 0.8 rl.toml given to a seed-dialect run: one line naming the key, its seed name and --stack."""
+    v1 = tmp_path / "v1.toml"
+    v1.write_text('[trainer]\n[orchestrator]\ngroup_size = 4\n[[orchestrator.train.source]]\n'
+                  '[orchestrator.train.source.env.taskset]\nid = "selfimprove-arith"\n')
+    res = cli("baseline", "--run-dir", run, "--config", v1)
+    assert res.exit_code == 1
+    err = " ".join(res.stderr.split())
+    assert str(v1) in err and "prime-rl >= 0.8 key" in err and "--stack v1" in err
+    assert not (RunDir(run).iter(0).dir / "canonical_rl.toml").exists()
+
+
 def test_engine_not_on_path(run: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SELFIMPROVE_RL_CMD", "/nonexistent/selfimprove-rl --x")
     res = cli("baseline", "--run-dir", run)

@@ -66,12 +66,16 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, object]:
     return out
 
 
-def teacher_overrides(path: Path | None) -> dict:
-    """iter_N/overrides.toml: optional per-iteration knobs; pinned keys are refused by name."""
+def teacher_overrides(path: Path | None, dialect=prime_rl) -> dict:
+    """iter_N/overrides.toml: optional per-iteration knobs; pinned keys are refused by name,
+    and a key of the other prime-rl dialect is named as such, with this run's spelling."""
     if path is None or not path.is_file():
         return {}
-    data = prime_rl.read_toml(path)
+    data = dialect.read_toml(path)
     bad = sorted(k for k in _flatten(data) if k not in TEACHER_KEYS)
+    hint = next((h for h in map(dialect.other_dialect_key, bad) if h), None)
+    if hint:
+        raise ConfigError(f"{path}: {hint} (this run writes {dialect.DIALECT}); allowed keys: {', '.join(sorted(TEACHER_KEYS))}")
     if bad:
         raise ConfigError(f"{path}: key '{bad[0]}' is pinned by the loop or unknown; allowed: {', '.join(sorted(TEACHER_KEYS))}")
     return data
@@ -166,7 +170,7 @@ def train_resumed_arm(rd: RunDir, cfg: RunConfig, arm: ArmDir, *, train_envs: li
     """An arm resumed from iter_0's final checkpoint (iter_N, Run A, Run C); stages it before launch."""
     n_eval = num_examples or cfg.eval_examples
     config = resumed_arm_config(rd, cfg, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
-                                wandb_name=wandb_name, overrides=teacher_overrides(overrides_file),
+                                wandb_name=wandb_name, overrides=teacher_overrides(overrides_file, dialect_for(cfg)),
                                 seed_index=seed_index)
     return train_arm(rd, cfg, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
                      rows=rows, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,

@@ -36,6 +36,7 @@ from .prime_rl_keys import (  # re-exported: the dialect's whole API is importab
     NONE_LITERAL,
     alias_conflicts,
     normalise_aliases,
+    other_dialect_hint,
     set_path,
     snake_path,
     get_path,
@@ -52,7 +53,7 @@ from .prime_rl_keys import (  # re-exported: the dialect's whole API is importab
 )
 
 __all__ = [
-    "SEED_DIALECT", "DIALECT", "NAME", "SEED_NOTE", "training_seed_key", "eval_sources", "load_key_tree", "unknown_keys", "type_errors", "gpu_only_keys", "deep_merge",
+    "SEED_DIALECT", "DIALECT", "NAME", "SEED_NOTE", "training_seed_key", "eval_sources", "other_dialect_key", "load_key_tree", "unknown_keys", "type_errors", "gpu_only_keys", "deep_merge",
     "parse_cli_overrides", "parse_rl_argv", "validate_config", "normalise_aliases", "alias_conflicts", "read_toml", "write_toml", "rl_command_args",
     "find_canonical_config", "canonical_from_hub_env", "canonical_train_envs", "canonical_knobs",
     "needs_default_renderer", "model_name", "eval_overlay", "baseline_overrides", "resume_config", "fresh_config",
@@ -292,6 +293,11 @@ def canonical_knobs(canonical: dict) -> dict:
         "seed": get_path(canonical, "orchestrator.seed"),
     }
     return {k: v for k, v in picks.items() if v is not None}
+
+
+def other_dialect_key(path: str) -> str | None:
+    """"'x' is a prime-rl >= 0.8 key; here it is y" for a key of the v0.8 dialect, else None."""
+    return other_dialect_hint(path)
 
 
 def training_seed_key() -> str:

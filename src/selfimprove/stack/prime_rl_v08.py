@@ -287,6 +287,11 @@ def canonical_knobs(canonical: dict) -> dict:
     return {k: v for k, v in picks.items() if v is not None}
 
 
+def other_dialect_key(path: str) -> str | None:
+    """"'x' is a seed-dialect key; here it is y" for a key of the seed dialect, else None."""
+    return other_dialect_hint(path, SEED_KEYS, "seed-dialect (prime-rl < 0.8)")
+
+
 def training_seed_key() -> str:
     """Where this dialect keeps the training seed (a seed replicate changes only this key)."""
     return "inference.vllm.seed"
@@ -402,6 +407,6 @@ __all__ = [
     "DIALECT", "NAME", "SEED_NOTE", "SEED_KEYS", "validate_config", "read_toml", "write_toml", "rl_command_args",
     "parse_rl_argv", "parse_cli_overrides", "deep_merge", "normalise_aliases", "alias_conflicts",
     "find_canonical_config", "canonical_from_hub_env", "canonical_train_envs", "canonical_knobs", "source",
-    "eval_overlay", "baseline_overrides", "resume_config", "fresh_config", "training_seed_key", "eval_sources",
+    "eval_overlay", "baseline_overrides", "resume_config", "fresh_config", "training_seed_key", "eval_sources", "other_dialect_key",
     "get_path", "set_path", "snake_path", "NONE_LITERAL",
 ]
