@@ -115,6 +115,32 @@ def test_canonical_config_with_both_spellings_is_refused(run: Path, cli, tmp_pat
     assert not (RunDir(run).iter(0).dir / "canonical_rl.toml").exists()
 
 
+def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_engine: Path) -> None:
+    """--stack v1: iter_0's canonical, overlay and argv use prime-rl main's keys only; the engine's
+    main-layout tree (no run_default/, traces.jsonl) is what the sealed aggregation reads."""
+    from selfimprove.stack import prime_rl_v08 as v08
+    from selfimprove.stack.prime_rl_keys import unknown_keys
+
+    run = new_run("selfimprove-arith", *SMALL, "--stack", "v1")
+    hub_env(run)
+    res = cli("baseline", "--run-dir", run)
+    assert res.exit_code == 0, res.stderr
+    rd = RunDir(run)
+    arm = rd.iter(0)
+    assert arm.layout == "v1" and rd.read_run().stack == "v1"
+    for f in (arm.dir / "canonical_rl.toml", arm.eval_overlay):
+        assert unknown_keys(prime_rl.read_toml(f), v08.KEYS_FILE) == [], f
+    assert rd.read_run().canonical_config.endswith("configs/basic/selfimprove-arith/rl.toml")  # main's config dir
+    assert arm.eval_overlay.read_text().startswith(f"# Written by selfimprove ({v08.DIALECT} dialect)")
+    cmd = read_job(arm).cmd
+    assert cmd[cmd.index("--orchestrator.group-size") + 1] == "4" and "--orchestrator.rollouts-per-example" not in cmd
+    assert cmd[cmd.index("--run.name") + 1] == "prime_out" and cmd[cmd.index("--output-dir") + 1] == str(arm.dir)
+    assert not (arm.prime_out / "run_default").exists()
+    assert arm.eval_file(4).is_file() and (arm.orchestrator_ckpt(4) / "progress.json").is_file()
+    s = rd.read_eval_summary(arm)
+    assert (s.n_eval, s.final_step) == (20, 4) and s.eval_file == str(arm.eval_file(4))
+
+
 def test_2b_torn_last_line_is_reported_not_fatal(run: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_RL_TORN", "1")
     res = cli("baseline", "--run-dir", run)

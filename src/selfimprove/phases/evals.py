@@ -22,7 +22,7 @@ import time
 from collections import OrderedDict
 from pathlib import Path
 
-from ..engines.rollouts import EVAL_FILE, TRAIN_FILE, train_rewards, train_steps
+from ..engines.rollouts import EVAL_FILE, train_rewards, train_steps  # EVAL_FILE: re-exported (init-from)
 from ..errors import EvalAggregationError
 from ..models import EvalSummary, ExampleScore, IterRecord
 from ..rundir import CONTROL_ARMS, ArmDir, RunDir, write_model
@@ -34,7 +34,7 @@ RULE_REWARD = "reward >= 0.5"
 
 
 def eval_file(arm: ArmDir, step: int) -> Path:
-    return arm.rollout_step(step) / EVAL_FILE
+    return arm.eval_file(step)
 
 
 class _NotJson(EvalAggregationError):
@@ -128,7 +128,7 @@ def train_reward_mean(arm: ArmDir, up_to: int, last: int = TRAIN_MEAN_STEPS) -> 
     """Mean of the per-step mean train rewards over the last `last` train steps <= up_to."""
     means, used = [], []
     for s in train_steps(arm, up_to)[-last:]:
-        r = train_rewards(arm.rollout_step(s) / TRAIN_FILE)
+        r = train_rewards(arm.train_file(s))
         if r:
             means.append(sum(r) / len(r))
             used.append(s)
@@ -144,7 +144,7 @@ def train_trajectory(arm: ArmDir, bucket: int = 20) -> list[dict]:
     """
     buckets: dict[int, list[float]] = {}
     for s in train_steps(arm):
-        r = train_rewards(arm.rollout_step(s) / TRAIN_FILE)
+        r = train_rewards(arm.train_file(s))
         if r:
             buckets.setdefault(max(s - 1, 0) // bucket, []).append(sum(r) / len(r))
     return [

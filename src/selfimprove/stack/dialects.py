@@ -26,3 +26,25 @@ def dialect_named(name: str | None) -> ModuleType:
 def dialect_for(cfg) -> ModuleType:
     """The dialect module of a run (its run.json `stack`)."""
     return dialect_named(getattr(cfg, "stack", None))
+
+
+# Keys only the v0.8 dialect has, at the top of a config or in [orchestrator] / its groups.
+_V08_TOP = {"resume", "clean", "monitors", "run"}
+
+
+def dialect_of_argv(argv: list[str]) -> ModuleType:
+    """The dialect an `rl` argv is written in: v0.8 when it names a run (--run.name, which the
+    v0.8 writer always passes) or any of its files holds a key only prime-rl >= 0.8 has."""
+    if any(tok == "--run.name" or tok.startswith(("--run.name=", "--orchestrator.group-size", "--resume")) for tok in argv):
+        return prime_rl_v08
+    for i, tok in enumerate(argv[:-1]):
+        if tok == "@":
+            try:
+                data = prime_rl.read_toml(argv[i + 1])
+            except Exception:  # the dialect's own parser names a bad file
+                continue
+            orch = data.get("orchestrator") or {}
+            groups = [orch.get(g) or {} for g in ("train", "eval")]
+            if _V08_TOP & set(data) or "group_size" in orch or any("source" in g or "group_size" in g for g in groups):
+                return prime_rl_v08
+    return prime_rl

@@ -223,12 +223,23 @@ def write_toml(path: Path, cfg: dict, *, partial: bool = False) -> None:
 
 def find_canonical_config(dataset: str, explicit: str | None, prime_rl_dir: str | None,
                           project_configs: list[Path]) -> tuple[Path | None, list[Path]]:
-    """As the seed's, but main keeps its configs under `configs/basic/<env>/rl.toml`."""
+    """As the seed's, but main keeps its configs under `configs/basic/<env>/rl.toml` (so does this project)."""
     if explicit:
         return seed_dialect.find_canonical_config(dataset, explicit, None, [])
     prime_rl_dir = prime_rl_dir or os.environ.get("PRIME_RL_DIR")
     roots = [Path(prime_rl_dir).expanduser() / "configs" / "basic"] if prime_rl_dir else []
-    return seed_dialect.find_canonical_config(dataset, None, "", roots + [Path(p) for p in project_configs])
+    roots += [Path(p) / "basic" for p in project_configs]
+    with _no_prime_rl_dir():  # the seed's search would add <PRIME_RL_DIR>/configs again
+        return seed_dialect.find_canonical_config(dataset, None, None, roots)
+
+
+class _no_prime_rl_dir:
+    def __enter__(self):
+        self.saved = os.environ.pop("PRIME_RL_DIR", None)
+
+    def __exit__(self, *exc):
+        if self.saved is not None:
+            os.environ["PRIME_RL_DIR"] = self.saved
 
 
 def source(block: dict, *, group_size: int | None = None, num_examples: int | None = None) -> dict:
