@@ -39,3 +39,38 @@ def test_bad_split_is_named():
 
     with pytest.raises(ValueError, match="split 'dev'"):
         list(ArithTaskset(ArithTasksetConfig(id="selfimprove_arith.v1", split="dev")))
+
+
+def test_describe_taskset_for_hub_env():
+    from selfimprove.stack.verifiers_v1 import describe_taskset
+
+    d = describe_taskset("selfimprove_arith.v1", {"split": "eval", "num_examples": 2})
+    assert d["api"] == "verifiers.v1" and (d["taskset_class"], d["task_class"]) == ("ArithTaskset", "ArithTask")
+    assert d["rewards"] == [{"name": "correct_answer", "weight": 1.0}] and d["answer_field"] == "answer"
+    assert d["config_fields"] == ["num_examples", "split"] and d["example_prompt"]
+
+
+BAD = {
+    "none_ts": "__all__ = ['x']\nx = 1\n",
+    "two_ts": ("import verifiers.v1 as vf\nclass A(vf.Taskset):\n    def load(self):\n        return []\n"
+               "class B(vf.Taskset):\n    def load(self):\n        return []\n__all__ = ['A', 'B']\n"),
+    "noreward_ts": ("import verifiers.v1 as vf\nclass T(vf.Task[vf.TaskData]):\n    pass\n"
+                    "class S(vf.Taskset[T, vf.TasksetConfig]):\n    def load(self):\n"
+                    "        yield T(vf.TaskData(idx=0, prompt='1+1'), self.config.task)\n__all__ = ['S']\n"),
+}
+
+
+@pytest.mark.parametrize(("module", "says"), [
+    ("none_ts", "exports no Taskset; export exactly one"),
+    ("two_ts", "exports 2 Tasksets (A, B)"),
+    ("noreward_ts", "task T has no @vf.reward method"),
+])
+def test_bad_taskset_modules_are_named(tmp_path, monkeypatch, module, says):
+    from selfimprove.errors import ConfigError
+    from selfimprove.stack.verifiers_v1 import describe_taskset
+
+    (tmp_path / f"{module}.py").write_text(BAD[module])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=f"taskset module '{module}'") as e:
+        describe_taskset(module)
+    assert says in str(e.value)
