@@ -74,3 +74,26 @@ def test_bad_taskset_modules_are_named(tmp_path, monkeypatch, module, says):
     with pytest.raises(ConfigError, match=f"taskset module '{module}'") as e:
         describe_taskset(module)
     assert says in str(e.value)
+
+
+def test_generated_data_as_a_v1_taskset_uses_the_hub_task_by_reference(tmp_path, monkeypatch):
+    """The generated package exports one Taskset over dataset.jsonl whose Task class IS the hub's."""
+    import json
+
+    from selfimprove.stack.env_package import build_taskset_package
+    from selfimprove.stack.verifiers_v1 import describe_taskset, find_taskset
+    from selfimprove_arith.v1 import ArithTask
+
+    data = tmp_path / "dataset.jsonl"
+    data.write_text("".join(json.dumps({"question": f"{i}+1", "answer": str(i + 1), "info": {}}) + "\n" for i in range(7)))
+    proj = build_taskset_package(tmp_path / "pkg", "arith_iter_1", data, hub_module="selfimprove_arith.v1",
+                                 answer_field="answer", origin="iter_1")
+    monkeypatch.syspath_prepend(str(proj))
+    ts = find_taskset("arith_iter_1")
+    import verifiers.v1 as vf
+
+    tasks = list(ts(vf.TasksetConfig(id="arith_iter_1")))
+    assert ts.task_type() is ArithTask and len(tasks) == 7 and tasks[2].data.prompt == "2+1"
+    assert describe_taskset("arith_iter_1")["rewards"] == [{"name": "correct_answer", "weight": 1.0}]
+    t = tasks[2]
+    assert asyncio.run(t.correct_answer(task=t.data, trace=_reply("<answer>3</answer>"))) == 1.0
