@@ -14,6 +14,7 @@ import pytest
 from selfimprove.engines.jobs import read_job
 from selfimprove.models import HubEnv, RewardFunc, RunConfig
 from selfimprove.rundir import RunDir, write_model
+from selfimprove.stack import prime_rl
 
 FAKE = Path(__file__).parent / "fakes" / "fake_rl.py"
 SMALL = ("--steps-per-run", "4", "--batch-size", "32", "--rollouts-per-example", "4", "--allow-small-batch",
@@ -88,6 +89,58 @@ def test_2b_uses_explicit_config_and_records_it(run: Path, cli, tmp_path: Path) 
     assert RunDir(run).read_run().canonical_config == str(canon.resolve())
 
 
+def test_2b_canonical_max_tokens_is_renamed_not_doubled(run: Path, cli, tmp_path: Path) -> None:
+    """A canonical [orchestrator.eval.sampling] max_tokens is moved to max_completion_tokens in the copy,
+    so the overlay's value replaces it instead of landing beside it (prime-rl refuses both spellings)."""
+    canon = tmp_path / "rl.toml"
+    canon.write_text('[model]\nname = "x"\n[orchestrator.renderer]\nname = "default"\n'
+                     '[orchestrator.eval.sampling]\nmax_tokens = 512\n'
+                     '[[orchestrator.train.env]]\nid = "selfimprove-arith"\n[trainer]\n[inference]\n')
+    res = cli("baseline", "--run-dir", run, "--config", canon)
+    assert res.exit_code == 0, res.stderr
+    copy = prime_rl.read_toml(RunDir(run).iter(0).dir / "canonical_rl.toml")
+    assert copy["orchestrator"]["eval"]["sampling"] == {"max_completion_tokens": 512}
+    merged = prime_rl.deep_merge(copy, prime_rl.read_toml(RunDir(run).iter(0).eval_overlay))
+    assert prime_rl.alias_conflicts(merged) == []
+
+
+def test_canonical_config_with_both_spellings_is_refused(run: Path, cli, tmp_path: Path) -> None:
+    bad = tmp_path / "both.toml"
+    bad.write_text('[trainer]\n[orchestrator.eval.sampling]\nmax_tokens = 5\nmax_completion_tokens = 6\n')
+    res = cli("baseline", "--run-dir", run, "--config", bad)
+    assert res.exit_code == 1
+    err = " ".join(res.stderr.split())
+    assert "orchestrator.eval.sampling.max_tokens and orchestrator.eval.sampling.max_completion_tokens" in err
+    assert str(bad) in err and "keep one" in err
+    assert not (RunDir(run).iter(0).dir / "canonical_rl.toml").exists()
+
+
+def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_engine: Path) -> None:
+    """--stack v1: iter_0's canonical, overlay and argv use prime-rl main's keys only; the engine's
+    main-layout tree (no run_default/, traces.jsonl) is what the sealed aggregation reads."""
+    from selfimprove.stack import prime_rl_v08 as v08
+    from selfimprove.stack.prime_rl_keys import unknown_keys
+
+    run = new_run("selfimprove-arith", *SMALL, "--stack", "v1")
+    hub_env(run)
+    res = cli("baseline", "--run-dir", run)
+    assert res.exit_code == 0, res.stderr
+    rd = RunDir(run)
+    arm = rd.iter(0)
+    assert arm.layout == "v1" and rd.read_run().stack == "v1"
+    for f in (arm.dir / "canonical_rl.toml", arm.eval_overlay):
+        assert unknown_keys(prime_rl.read_toml(f), v08.KEYS_FILE) == [], f
+    assert rd.read_run().canonical_config.endswith("configs/basic/selfimprove-arith/rl.toml")  # main's config dir
+    assert arm.eval_overlay.read_text().startswith(f"# Written by selfimprove ({v08.DIALECT} dialect)")
+    cmd = read_job(arm).cmd
+    assert cmd[cmd.index("--orchestrator.group-size") + 1] == "4" and "--orchestrator.rollouts-per-example" not in cmd
+    assert cmd[cmd.index("--run.name") + 1] == "prime_out" and cmd[cmd.index("--output-dir") + 1] == str(arm.dir)
+    assert not (arm.prime_out / "run_default").exists()
+    assert arm.eval_file(4).is_file() and (arm.orchestrator_ckpt(4) / "progress.json").is_file()
+    s = rd.read_eval_summary(arm)
+    assert (s.n_eval, s.final_step) == (20, 4) and s.eval_file == str(arm.eval_file(4))
+
+
 def test_2b_torn_last_line_is_reported_not_fatal(run: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_RL_TORN", "1")
     res = cli("baseline", "--run-dir", run)
@@ -116,6 +169,18 @@ def test_canonical_config_with_bad_key_is_named(run: Path, cli, tmp_path: Path) 
     assert res.exit_code == 1
     assert "orchestrator.bogus_knob" in res.stderr and str(bad) in " ".join(res.stderr.split())
     assert not (RunDir(run).iter(0).dir / "canonical_rl.toml").exists()  # a bad config is never frozen
+
+
+def test_canonical_config_of_the_other_dialect_is_named(run: Path, cli, tmp_path: Path) -> None:
+    """A prime-rl >= 0.8 rl.toml given to a seed-dialect run: one line naming the key, its seed name and --stack."""
+    v1 = tmp_path / "v1.toml"
+    v1.write_text('[trainer]\n[orchestrator]\ngroup_size = 4\n[[orchestrator.train.source]]\n'
+                  '[orchestrator.train.source.env.taskset]\nid = "selfimprove-arith"\n')
+    res = cli("baseline", "--run-dir", run, "--config", v1)
+    assert res.exit_code == 1
+    err = " ".join(res.stderr.split())
+    assert str(v1) in err and "prime-rl >= 0.8 key" in err and "--stack v1" in err
+    assert not (RunDir(run).iter(0).dir / "canonical_rl.toml").exists()
 
 
 def test_engine_not_on_path(run: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -131,6 +131,21 @@ def test_aliases_prime_rl_accepts_are_known():
     assert prl.unknown_keys(cfg) == []
 
 
+def test_alias_spellings_are_normalised_and_both_refused():
+    """Old spellings move to prime-rl's names (also inside [[...env]] blocks); both in one table is refused."""
+    cfg = {"trainer": {}, "orchestrator": {"env": [{"id": "x", "sampling": {"max_tokens": 7}}],
+                                           "eval": {"sampling": {"max_tokens": 9}, "skip_eval_on_restart": True}}}
+    out, notes = prl.normalise_aliases(cfg)
+    assert out["orchestrator"] == {"train": {"env": [{"id": "x", "sampling": {"max_completion_tokens": 7}}]},
+                                   "eval": {"sampling": {"max_completion_tokens": 9}, "skip_eval_on_resume": True}}
+    assert "orchestrator.eval.sampling.max_tokens -> orchestrator.eval.sampling.max_completion_tokens" in notes
+    assert cfg["orchestrator"]["eval"]["sampling"] == {"max_tokens": 9}  # input untouched
+    both = prl.deep_merge(cfg, {"orchestrator": {"eval": {"sampling": {"max_completion_tokens": 2048}}}})
+    for call in (prl.normalise_aliases, prl.validate_config):
+        with pytest.raises(ConfigError, match=r"orchestrator\.eval\.sampling\.max_tokens and orchestrator\.eval\.sampling\.max_completion_tokens"):
+            call(both)
+
+
 def test_type_errors_name_key_and_types():
     """Clear mismatches are reported; lax-mode coercions prime-rl accepts are not."""
     cfg = {"max_steps": "abc", "seq_len": "2048", "model": {"name": 5}, "trainer": {"optim": {"lr": 1}},

@@ -79,6 +79,13 @@ class RunConfig(FileModel):
     env_path: str | None = None  # local env project installed before introspection
     canonical_config: str | None = None  # --config: the canonical rl.toml for iter_0 / Run B
     wandb_project: str | None = None  # when set, training configs get a [wandb] section
+    # Which prime-rl / verifiers dialect the run writes and reads: "seed" (prime-rl 09e297743,
+    # classic verifiers envs) or "v1" (prime-rl >= 0.8 at 559b44772, verifiers v1 Tasksets).
+    # null in older run.json = seed. stack_source says how it was picked, stack_seed_note what
+    # fixes a training seed in that dialect.
+    stack: Literal["seed", "v1"] | None = None
+    stack_source: str | None = None
+    stack_seed_note: str | None = None
 
     steps_per_run: int = SEED_STEPS_PER_RUN  # new training steps per run (seed: 100)
     rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE  # seed: 16

@@ -148,9 +148,12 @@ def read_model(path: Path, cls: type[M]) -> M:
 class ArmDir:
     """One training arm (iter_N or a Phase 4 control): its dir and the engine's output tree."""
 
-    def __init__(self, root: Path, name: str):
+    def __init__(self, root: Path, name: str, layout: str = "seed"):
         self.name = name
         self.dir = Path(root) / name
+        # "seed": prime-rl 09e297743's tree (run_default/...); "v1": prime-rl main's (559b44772),
+        # where checkpoints/step_N holds trainer/ and orchestrator/ and episodes are traces.jsonl.
+        self.layout = layout
 
     # files the tool writes
     @property
@@ -179,11 +182,26 @@ class ArmDir:
         return self.dir / "prime_out"
 
     @property
+    def _run_root(self) -> Path:
+        return self.prime_out if self.layout == "v1" else self.prime_out / "run_default"
+
+    @property
     def rollouts(self) -> Path:
-        return self.prime_out / "run_default" / "rollouts"
+        return self._run_root / "rollouts"
 
     def rollout_step(self, step: int) -> Path:
         return self.rollouts / f"step_{step}"
+
+    def train_file(self, step: int) -> Path:
+        """The step's train rollouts: seed train_rollouts.jsonl, main rollouts/step_N/train/all/traces.jsonl."""
+        if self.layout == "v1":
+            return self.rollout_step(step) / "train" / "all" / "traces.jsonl"
+        return self.rollout_step(step) / "train_rollouts.jsonl"
+
+    def eval_file(self, step: int) -> Path:
+        if self.layout == "v1":
+            return self.rollout_step(step) / "eval" / "all" / "traces.jsonl"
+        return self.rollout_step(step) / "eval_rollouts.jsonl"
 
     def weights(self, step: int) -> Path:
         return self.prime_out / "weights" / f"step_{step}"
@@ -192,10 +210,12 @@ class ArmDir:
         return self.prime_out / "checkpoints" / f"step_{step}"
 
     def orchestrator_ckpt(self, step: int) -> Path:
+        if self.layout == "v1":  # main keeps both sides under one step dir
+            return self.trainer_ckpt(step) / "orchestrator"
         return self.prime_out / "run_default" / "checkpoints" / f"step_{step}"
 
     def broadcast(self, step: int) -> Path:
-        return self.prime_out / "run_default" / "broadcasts" / f"step_{step}"
+        return self._run_root / "broadcasts" / f"step_{step}"
 
     def rollout_steps(self) -> list[int]:
         """Step numbers that have a rollouts dir, ascending."""
@@ -251,12 +271,20 @@ class RunDir:
         return self.root / "eval_acc.png"
 
     # ---- arms
+    @property
+    def layout(self) -> str:
+        """The engine output layout of this run's arms: run.json `stack` ("seed" when absent or unreadable)."""
+        try:
+            return json.loads(self.run_json.read_text(encoding="utf-8")).get("stack") or "seed"
+        except (OSError, ValueError, AttributeError):
+            return "seed"
+
     def iter(self, n: int) -> ArmDir:
-        return ArmDir(self.root, f"iter_{n}")
+        return ArmDir(self.root, f"iter_{n}", self.layout)
 
     def control(self, arm: str, seed_index: int = 0) -> ArmDir:
         """A Phase 4 control: run_a_best_from_iter0/, or run_a_best_from_iter0_seed1/ for seed member 1."""
-        return ArmDir(self.root, seed_key(CONTROL_ARMS[arm], seed_index))
+        return ArmDir(self.root, seed_key(CONTROL_ARMS[arm], seed_index), self.layout)
 
     def arm(self, key: str) -> ArmDir:
         """The dir of any metrics.json arm key: iter_N, iter_N_seedK, run_a, run_a_seedK, ..."""
@@ -264,7 +292,7 @@ class RunDir:
         if base in CONTROL_ARMS:
             return self.control(base, k)
         if re.fullmatch(r"iter_\d+", base):
-            return ArmDir(self.root, seed_key(base, k))  # iter_2_seed1/: the best iteration retrained with seed 1
+            return ArmDir(self.root, seed_key(base, k), self.layout)  # iter_2_seed1/: the best iteration retrained with seed 1
         raise RunDirError(f"unknown arm '{key}'; expected iter_N, run_a, run_b or run_c (optionally _seedK)")
 
     def iter_indices(self) -> list[int]:

@@ -14,6 +14,8 @@ one of the three resume trees is missing. Writes the prime-rl layout:
     OUT/run_default/checkpoints/step_N/orchestrator/progress.json
     OUT/run_default/broadcasts/step_N/{model.safetensors,STABLE}
     OUT/run_default/rollouts/step_N/{train,eval}_rollouts.jsonl   (prime-rl record fields)
+or, for a prime-rl >= 0.8 argv (--run.name), main's tree: OUT/checkpoints/step_N/{trainer,orchestrator},
+OUT/broadcasts/step_N, OUT/rollouts/step_N/{train,eval}/all/traces.jsonl.
 
 Checkpoints at multiples of [ckpt] interval; evals at step 0 and at multiples of
 [orchestrator.eval] interval and at max_steps. Behaviour switches (env vars):
@@ -155,6 +157,15 @@ def main() -> None:
         die("Traceback (most recent call last):\n  File \"rl.py\", line 1, in <module>\n"
             "RuntimeError: fake engine died at once (CUDA not available)")
     cfg = parse_argv(argv)
+    # prime-rl >= 0.8 (main 559b44772): the run dir is output_dir/run.name and main's tree has no
+    # run_default/; the config is read through the CPU engine's view of that dialect.
+    main_layout = "run" in cfg or "group_size" in cfg.get("orchestrator", {})
+    if main_layout:
+        from selfimprove.rl.config import engine_view
+
+        if (name := cfg.get("run", {}).get("name")) and cfg.get("output_dir"):
+            cfg["output_dir"] = str(Path(cfg["output_dir"]) / name)
+        cfg = engine_view(cfg)
     for section in ("trainer", "orchestrator"):
         if not isinstance(cfg.get(section), dict):
             die(f"Config file error: missing [{section}]")
@@ -173,12 +184,20 @@ def main() -> None:
     acc = env_f("FAKE_RL_ACC", 0.4)
     step_s = env_f("FAKE_RL_STEP_S", 0.005)
     crash_after = int(os.environ.get("FAKE_RL_CRASH_AFTER", "0"))
-    rd = out / "run_default"
+    rd = out if main_layout else out / "run_default"
+
+    def orch_ckpt(step: int) -> Path:
+        return (out / "checkpoints" if main_layout else rd / "checkpoints") / f"step_{step}" / "orchestrator"
+
+    def episodes(step: int, kind: str) -> Path:
+        if main_layout:
+            return rd / "rollouts" / f"step_{step}" / kind / "all" / "traces.jsonl"
+        return rd / "rollouts" / f"step_{step}" / f"{kind}_rollouts.jsonl"
 
     if resume is not None:
         resume = int(resume)
         for need in (out / "checkpoints" / f"step_{resume}" / "trainer",
-                     rd / "checkpoints" / f"step_{resume}" / "orchestrator",
+                     orch_ckpt(resume),
                      rd / "broadcasts" / f"step_{resume}" / "STABLE"):
             if not need.exists():
                 die(f"FileNotFoundError: {need}")
@@ -201,20 +220,20 @@ def main() -> None:
         return rows
 
     if start == 0 and ev.get("eval_base_model", True):
-        write_jsonl(rd / "rollouts" / "step_0" / "eval_rollouts.jsonl", eval_rows(0, n_eval))
+        write_jsonl(episodes(0, "eval"), eval_rows(0, n_eval))
     for step in range(start + 1, max_steps + 1):
         time.sleep(step_s)
         rng = random.Random(step)
         p = 0.0 if os.environ.get("FAKE_RL_NO_SIGNAL") else min(0.95, acc + 0.3 * step / max_steps)
         train = [row(i // rpe, 1.0 if rng.random() < p else 0.0, train=True, canary="", step=step)
                  for i in range(min(batch, 64))]
-        write_jsonl(rd / "rollouts" / f"step_{step}" / "train_rollouts.jsonl", train)
+        write_jsonl(episodes(step, "train"), train)
         touch(rd / "broadcasts" / f"step_{step}" / "model.safetensors")
         touch(rd / "broadcasts" / f"step_{step}" / "STABLE", "")
         if interval and step % interval == 0:
             touch(out / "checkpoints" / f"step_{step}" / "trainer" / "__0_0.distcp")
             touch(out / "checkpoints" / f"step_{step}" / "trainer" / ".metadata")
-            touch(rd / "checkpoints" / f"step_{step}" / "orchestrator" / "progress.json", json.dumps({"step": step}))
+            touch(orch_ckpt(step) / "progress.json", json.dumps({"step": step}))
             for name in ("model.safetensors", "config.json", "tokenizer.json"):
                 touch(out / "weights" / f"step_{step}" / name, "{}")
         mean = sum(r["reward"] for r in train) / len(train)
@@ -222,7 +241,7 @@ def main() -> None:
         if crash_after and step >= crash_after:
             die(f"Traceback (most recent call last):\nRuntimeError: fake engine crashed after step {step}")
         if step % eval_interval == 0 and step != max_steps:
-            write_jsonl(rd / "rollouts" / f"step_{step}" / "eval_rollouts.jsonl", eval_rows(step, n_eval))
+            write_jsonl(episodes(step, "eval"), eval_rows(step, n_eval))
 
     if os.environ.get("FAKE_RL_HANG"):
         print("fake rl: hanging before the final eval", flush=True)
@@ -230,7 +249,7 @@ def main() -> None:
             time.sleep(3600)
     time.sleep(env_f("FAKE_RL_EVAL_DELAY", 0))
     n_final = int(os.environ.get("FAKE_RL_EVAL_ROWS") or n_eval)
-    write_jsonl(rd / "rollouts" / f"step_{max_steps}" / "eval_rollouts.jsonl", eval_rows(max_steps, n_final),
+    write_jsonl(episodes(max_steps, "eval"), eval_rows(max_steps, n_final),
                 torn=bool(os.environ.get("FAKE_RL_TORN")))
     time.sleep(env_f("FAKE_RL_EXIT_DELAY", 0))
     print("RL training finished!", flush=True)

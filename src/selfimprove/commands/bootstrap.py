@@ -37,6 +37,7 @@ def command(
     rollouts_per_example: Annotated[int, typer.Option(help="Rollouts per prompt (seed: 16).")] = SEED_ROLLOUTS_PER_EXAMPLE,
     eval_examples: Annotated[int, typer.Option(help="Eval examples per iteration (seed: 200).")] = SEED_EVAL_EXAMPLES,
     allow_small_batch: Annotated[bool, typer.Option("--allow-small-batch", help="Allow < 16 unique prompts per step (smoke runs; recorded).")] = False,
+    stack: Annotated[Optional[str], typer.Option(help="prime-rl / verifiers dialect: seed (prime-rl < 0.8, classic envs) or v1 (prime-rl >= 0.8, verifiers v1 Tasksets). Default: detected from $PRIME_RL_DIR and the env's API.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 0: validate the flags and create the run directory.

@@ -37,7 +37,7 @@ from ..models import FileModel
 from ..rundir import ArmDir, read_model, sorted_steps, write_model
 from ..ui import console
 from . import procs
-from .rollouts import EVAL_FILE, LineCounter, TrainRewardTracker
+from .rollouts import LineCounter, TrainRewardTracker
 
 CAP_MARGIN_S = 2 * 3600  # the seed's 2 h poll cap, counted past the expected end
 DEFAULT_EXPECTED_S = 2 * 3600  # until a step is seen, assume this long a run
@@ -64,7 +64,7 @@ class JobExpectation(BaseModel):
         """A copy with `eval_file` resolved for `arm` (what job.json stores)."""
         if self.eval_file:
             return self
-        return self.model_copy(update={"eval_file": str(arm.rollout_step(self.max_steps) / EVAL_FILE)})
+        return self.model_copy(update={"eval_file": str(arm.eval_file(self.max_steps))})
 
 
 class JobRecord(FileModel):

@@ -76,7 +76,7 @@ def train_steps(arm: ArmDir, up_to: int | None = None) -> list[int]:
     """Steps that have a train rollouts file, ascending (optionally <= up_to)."""
     return [
         s for s in arm.rollout_steps()
-        if (up_to is None or s <= up_to) and (arm.rollout_step(s) / TRAIN_FILE).is_file()
+        if (up_to is None or s <= up_to) and arm.train_file(s).is_file()
     ]
 
 
@@ -91,7 +91,7 @@ class TrainRewardTracker:
 
     def update(self) -> float | None:
         for step in reversed(self.arm.rollout_steps()):
-            path = self.arm.rollout_step(step) / TRAIN_FILE
+            path = self.arm.train_file(step)
             try:
                 key = (str(path), path.stat().st_size)
             except FileNotFoundError:

@@ -21,7 +21,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from ..engines.rollouts import TRAIN_FILE, train_steps
+from ..engines.rollouts import train_steps
 from ..errors import SelfImproveError
 from ..rundir import ArmDir, atomic_write_json, atomic_write_text
 
@@ -147,7 +147,7 @@ def analyze_failures(
     all_rows: list[dict] = []
     failures: list[dict] = []
     for step in steps:
-        rows = read_train_rollouts(prev.rollout_step(step) / TRAIN_FILE, step)
+        rows = read_train_rollouts(prev.train_file(step), step)
         used.append(step)
         all_rows.extend(rows)
         max_reward = max((r["reward"] for r in rows), default=1.0)

@@ -21,6 +21,7 @@ from ..errors import ConfigError
 from ..models import EvalSummary, RunConfig
 from ..rundir import ArmDir, RunDir
 from ..stack import prime_rl
+from ..stack.dialects import dialect_for
 from .evals import aggregate_eval, expected_eval_examples
 from .staging import is_staged, stage_checkpoints
 
@@ -51,7 +52,7 @@ def canonical_path(rd: RunDir) -> Path:
 
 
 def canonical_config(rd: RunDir) -> dict:
-    return prime_rl.read_toml(canonical_path(rd))
+    return dialect_for(rd.read_run()).read_toml(canonical_path(rd))
 
 
 def _flatten(d: dict, prefix: str = "") -> dict[str, object]:
@@ -65,12 +66,16 @@ def _flatten(d: dict, prefix: str = "") -> dict[str, object]:
     return out
 
 
-def teacher_overrides(path: Path | None) -> dict:
-    """iter_N/overrides.toml: optional per-iteration knobs; pinned keys are refused by name."""
+def teacher_overrides(path: Path | None, dialect=prime_rl) -> dict:
+    """iter_N/overrides.toml: optional per-iteration knobs; pinned keys are refused by name,
+    and a key of the other prime-rl dialect is named as such, with this run's spelling."""
     if path is None or not path.is_file():
         return {}
-    data = prime_rl.read_toml(path)
+    data = dialect.read_toml(path)
     bad = sorted(k for k in _flatten(data) if k not in TEACHER_KEYS)
+    hint = next((h for h in map(dialect.other_dialect_key, bad) if h), None)
+    if hint:
+        raise ConfigError(f"{path}: {hint} (this run writes {dialect.DIALECT}); allowed keys: {', '.join(sorted(TEACHER_KEYS))}")
     if bad:
         raise ConfigError(f"{path}: key '{bad[0]}' is pinned by the loop or unknown; allowed: {', '.join(sorted(TEACHER_KEYS))}")
     return data
@@ -83,7 +88,8 @@ def _wandb(cfg: RunConfig, name: str) -> dict | None:
 def _knobs(rd: RunDir, overrides: dict, seed_index: int = 0) -> dict:
     """Canonical knobs with the teacher's overrides on top (same keys, same mapping);
     seed member k >= 1 trains with training_seed(rd, k) instead of the canonical seed."""
-    knobs = {**prime_rl.canonical_knobs(canonical_config(rd)), **prime_rl.canonical_knobs(overrides)}
+    dialect = dialect_for(rd.read_run())
+    knobs = {**dialect.canonical_knobs(canonical_config(rd)), **dialect.canonical_knobs(overrides)}
     if seed_index:
         knobs["seed"] = training_seed(rd, seed_index)
     return knobs
@@ -96,13 +102,13 @@ def training_seed(rd: RunDir, seed_index: int) -> int:
     when the canonical config sets none; k >= 1 then counts from 0, which is the CPU
     engine's default but not necessarily another engine's).
     """
-    base = prime_rl.get_path(canonical_config(rd), "orchestrator.seed")
+    base = dialect_for(rd.read_run()).canonical_knobs(canonical_config(rd)).get("seed")
     return int(base or 0) + seed_index
 
 
-def with_seed(config: dict, seed: int) -> dict:
-    """`config` with [orchestrator] seed = `seed` and nothing else changed (a seed replicate)."""
-    config.setdefault("orchestrator", {})["seed"] = seed
+def with_seed(config: dict, seed: int, seed_key: str = "orchestrator.seed") -> dict:
+    """`config` with the dialect's training seed key = `seed` and nothing else changed (a seed replicate)."""
+    prime_rl.set_path(config, seed_key, seed)
     return config
 
 
@@ -119,7 +125,7 @@ def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
 def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], resume_step: int, num_examples: int,
                        wandb_name: str, overrides: dict | None = None, seed_index: int = 0) -> dict:
     hub = rd.read_hub_env()
-    return _eval_like_iter0(rd, prime_rl.resume_config(
+    return _eval_like_iter0(rd, dialect_for(cfg).resume_config(
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
         eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
@@ -129,7 +135,7 @@ def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], re
 
 def fresh_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], num_examples: int, wandb_name: str) -> dict:
     hub = rd.read_hub_env()
-    return _eval_like_iter0(rd, prime_rl.fresh_config(
+    return _eval_like_iter0(rd, dialect_for(cfg).fresh_config(
         model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
         eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
@@ -148,8 +154,9 @@ def train_arm(
     trees there, because --restart moves the whole prime_out aside.
     """
     max_steps = int(config["max_steps"])
-    prime_rl.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
-    cmd = engine_command(cfg) + prime_rl.rl_command_args([arm.rl_toml], {}, arm.prime_out)
+    dialect = dialect_for(cfg)
+    dialect.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
+    cmd = engine_command(cfg) + dialect.rl_command_args([arm.rl_toml], {}, arm.prime_out)
     expect = JobExpectation(max_steps=max_steps, num_examples=num_examples, cap_hours=cap_hours)
     run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch)
     return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=rd, key=record_name, rows=rows)
@@ -163,7 +170,7 @@ def train_resumed_arm(rd: RunDir, cfg: RunConfig, arm: ArmDir, *, train_envs: li
     """An arm resumed from iter_0's final checkpoint (iter_N, Run A, Run C); stages it before launch."""
     n_eval = num_examples or expected_eval_examples(cfg, rd.read_hub_env())  # capped like iter_0's
     config = resumed_arm_config(rd, cfg, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
-                                wandb_name=wandb_name, overrides=teacher_overrides(overrides_file),
+                                wandb_name=wandb_name, overrides=teacher_overrides(overrides_file, dialect_for(cfg)),
                                 seed_index=seed_index)
     return train_arm(rd, cfg, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
                      rows=rows, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
@@ -178,11 +185,13 @@ def retrain_with_seed(rd: RunDir, cfg: RunConfig, src: ArmDir, dst: ArmDir, *, s
     For the best iteration's seed replicates: same data, same package, same knobs and teacher
     overrides, same eval examples, from the same iter_0 checkpoint (staged before launch).
     """
-    config = prime_rl.read_toml(src.rl_toml)
-    with_seed(config, seed)
-    if isinstance(config.get("wandb"), dict):
-        config["wandb"]["name"] = record_name
-    evals = prime_rl.get_path(config, "orchestrator.eval.env") or []
+    dialect = dialect_for(cfg)
+    config = dialect.read_toml(src.rl_toml)
+    with_seed(config, seed, dialect.training_seed_key())
+    for table in ("wandb", "monitors.wandb"):  # the seed's and main's spelling; a config holds one
+        if isinstance(prime_rl.get_path(config, table), dict):
+            prime_rl.get_path(config, table)["name"] = record_name
+    evals = dialect.eval_sources(config)
     n_eval = sum(int(e.get("num_examples", 0)) for e in evals) if evals else 0
     n_eval = n_eval if n_eval > 0 else cfg.eval_examples
     return train_arm(rd, cfg, dst, config, record_name=record_name, num_examples=n_eval, rows=rows,

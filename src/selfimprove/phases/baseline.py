@@ -34,6 +34,7 @@ from ..models import EvalSummary, HubEnv, RunConfig
 from ..resources import project_configs_dirs
 from ..rundir import ArmDir, RunDir, atomic_write_text, read_model, sorted_steps, write_model
 from ..stack import prime_rl
+from ..stack.dialects import dialect_for
 from ..stats import wilson_interval
 from ..student_limits import check_env_text, check_token_budget, model_context
 from ..ui import console
@@ -153,16 +154,24 @@ def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, 
     recorded in run.json canonical_config.
     """
     frozen = arm.dir / CANONICAL_COPY
+    dialect = dialect_for(cfg)
     if frozen.is_file() and not explicit:
-        _check_canonical(frozen)
+        _check_canonical(frozen, dialect)
         return frozen
-    found, tried = prime_rl.find_canonical_config(cfg.dataset, explicit or cfg.canonical_config, None,
+    found, tried = dialect.find_canonical_config(cfg.dataset, explicit or cfg.canonical_config, None,
                                                   project_configs_dirs())
     if found is not None:
-        _check_canonical(found)  # before copying: a bad file is named as the user's, and never frozen
-        data = found.read_bytes()
-        if not frozen.is_file() or frozen.read_bytes() != data:
-            atomic_write_bytes(frozen, data)
+        renamed = _check_canonical(found, dialect)  # before copying: a bad file is named as the user's, and never frozen
+        if renamed:
+            # Old spellings (max_tokens) are moved to prime-rl's names in the copy, so the overlay's
+            # max_completion_tokens replaces the value instead of landing beside it (refused by prime-rl).
+            normalised, _ = dialect.normalise_aliases(dialect.read_toml(found))
+            dialect.write_toml(frozen, normalised)
+            _note(quiet, f"iter_0: canonical config {found}: renamed {', '.join(renamed)} in {frozen}")
+        else:
+            data = found.read_bytes()
+            if not frozen.is_file() or frozen.read_bytes() != data:
+                atomic_write_bytes(frozen, data)
         origin = str(found.resolve())
     elif explicit or cfg.canonical_config:
         raise ConfigError(f"--config {explicit or cfg.canonical_config}: file not found; pass an existing rl.toml")
@@ -173,7 +182,7 @@ def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, 
         )
     else:
         context, _ = model_context(cfg.model)  # caps seq_len and the completion budget for a small student
-        prime_rl.write_toml(frozen, prime_rl.canonical_from_hub_env(hub.env_id, hub.env_args, cfg.model, context=context))
+        dialect.write_toml(frozen, dialect.canonical_from_hub_env(hub.env_id, hub.env_args, cfg.model, context=context))
         _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} paths); generated {frozen} from hub_env.json")
         origin = str(frozen)
     if cfg.canonical_config != origin:
@@ -187,13 +196,14 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     atomic_write_text(path, data.decode("utf-8"))  # TOML is UTF-8 text (read_toml refuses anything else)
 
 
-def _check_canonical(path: Path) -> dict:
+def _check_canonical(path: Path, dialect) -> list[str]:
+    """Validate a canonical config in the run's dialect; returns the alias renames ("old -> new") its copy needs."""
     try:
-        canonical = prime_rl.read_toml(path)
-        prime_rl.validate_config(canonical)
+        canonical, renamed = dialect.normalise_aliases(dialect.read_toml(path))
+        dialect.validate_config(canonical)
     except ConfigError as e:
         raise ConfigError(f"canonical config {path}: {e}; fix the file or pass another with --config") from None
-    return canonical
+    return renamed
 
 
 def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bool, config: str | None,
@@ -205,13 +215,14 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     expect = JobExpectation(max_steps=steps, num_examples=n_eval, cap_hours=cap_hours)
     # Built on every call (cheap, deterministic): identical files when attaching to a live job.
     canonical_path = find_canonical(rd, arm, cfg, hub, config, quiet)
-    canonical = prime_rl.read_toml(canonical_path)
-    overlay = prime_rl.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
-    overrides = prime_rl.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
-                                            rollouts_per_example=cfg.rollouts_per_example, canonical=canonical)
-    merged = prime_rl.deep_merge(prime_rl.deep_merge(canonical, overlay), overrides)
+    dialect = dialect_for(cfg)
+    canonical = dialect.read_toml(canonical_path)
+    overlay = dialect.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
+    overrides = dialect.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
+                                           rollouts_per_example=cfg.rollouts_per_example, canonical=canonical)
+    merged = dialect.deep_merge(dialect.deep_merge(canonical, overlay), overrides)
     try:  # what the engine will see: canonical <- overlay <- CLI
-        prime_rl.validate_config(merged)
+        dialect.validate_config(merged)
     except ConfigError as e:
         raise ConfigError(f"iter_0 config (canonical {canonical_path} + overlay + overrides): {e}") from None
     # Before launch: the config fits the student's context, and (for a character-level
@@ -219,8 +230,8 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     check_token_budget(merged, cfg.model, f"canonical config {canonical_path}")
     if hub is not None:
         check_env_text(hub, cfg.model, prime_rl.get_path(merged, "seq_len"), f"{rd.hub_env_json}")
-    prime_rl.write_toml(arm.eval_overlay, overlay, partial=True)
-    cmd = engine_command(cfg) + prime_rl.rl_command_args([canonical_path, arm.eval_overlay], overrides, arm.prime_out)
+    dialect.write_toml(arm.eval_overlay, overlay, partial=True)
+    cmd = engine_command(cfg) + dialect.rl_command_args([canonical_path, arm.eval_overlay], overrides, arm.prime_out)
     job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet)
     if not arm.trainer_ckpt(steps).exists():
         raise JobFailed(

@@ -39,6 +39,9 @@ from ..models import (
 from ..faults import fault_point
 from ..rundir import RunDir, sorted_steps, write_model
 from ..stack import verifiers_classic as vc
+from ..stack.detect import choose_stack
+from ..stack.dialects import dialect_named
+from ..stack.verifiers_classic import env_module_name
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
@@ -66,6 +69,7 @@ class BootstrapOptions:
     rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE
     eval_examples: int = SEED_EVAL_EXAMPLES
     allow_small_batch: bool = False
+    stack: str | None = None  # --stack seed|v1; None = detected (stack/detect.py)
     extra_versions: dict[str, str] = field(default_factory=dict)
 
 
@@ -273,6 +277,11 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
             raise UsageError(f"--config {opts.config}: file not found")
         config = str(p)
 
+    hub_id = opts.hub_id or f"primeintellect/{opts.dataset}"
+    # Before anything is written: a prime-rl checkout that can't run this env fails here, with the fix.
+    stack = choose_stack(opts.stack, os.environ.get("PRIME_RL_DIR"), env_module_name(hub_id))
+    dialect = dialect_named(stack.stack)
+
     runs_dir = Path(opts.runs_dir).expanduser().resolve()
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
@@ -287,7 +296,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         raise UsageError(f"run dir {final} already exists; wait a second and retry")
     cfg = RunConfig(
         dataset=opts.dataset,
-        hub_id=opts.hub_id or f"primeintellect/{opts.dataset}",
+        hub_id=hub_id,
         model=opts.model,
         start_ts=now,
         budget_seconds=budget_seconds,
@@ -305,6 +314,9 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         rollouts_per_example=opts.rollouts_per_example,
         eval_examples=opts.eval_examples,
         allow_small_batch=opts.allow_small_batch,
+        stack=stack.stack,
+        stack_source=stack.source,
+        stack_seed_note=dialect.SEED_NOTE,
         versions={**library_versions(), **opts.extra_versions},
     )
     # Build under a temp name in the same dir, then rename: the run dir appears whole or not at all.

@@ -47,7 +47,7 @@ from . import iteration_steps as steps
 from .order import require_phase_order
 from .arms import (canonical_config, fresh_arm_config, retrain_with_seed, train_arm, train_resumed_arm,
                    training_seed)
-from ..stack.prime_rl import canonical_train_envs
+from ..stack.dialects import dialect_for
 
 ARM_LABELS = {
     "run_a": "run_a (best @iter0)",
@@ -150,7 +150,7 @@ def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, seed_index: i
     arm = rd.control(arm_key, seed_index)
     arm.dir.mkdir(parents=True, exist_ok=True)
     f = steps.iter0_final_step(rd)
-    real_envs = canonical_train_envs(canonical_config(rd))
+    real_envs = dialect_for(cfg).canonical_train_envs(canonical_config(rd))
     # Runs A and C replay the best iteration's overrides.toml (the teacher's knobs), so Run A repeats
     # the best iteration exactly and Run A vs Run C differs by the training data only.
     best_overrides = rd.iter(best_iter).dir / "overrides.toml"
@@ -196,7 +196,8 @@ def _stamp_seed(rd: RunDir, key: str) -> None:
     unstamped by a kill between its eval and this call."""
     base, k = split_seed_key(key)
     toml = rd.arm(key).rl_toml
-    seed = prime_rl.get_path(prime_rl.read_toml(toml), "orchestrator.seed") if toml.is_file() else None
+    seed_key = dialect_for(rd.read_run()).training_seed_key()
+    seed = prime_rl.get_path(prime_rl.read_toml(toml), seed_key) if toml.is_file() else None
     fields = {"seed": seed, "replicate_of": base if k else None}
     metrics = rd.read_metrics()
     rec = metrics.get(key)

@@ -45,7 +45,7 @@ def expected_eval_examples(cfg: RunConfig, hub: HubEnv | None) -> int:
 
 
 def eval_file(arm: ArmDir, step: int) -> Path:
-    return arm.rollout_step(step) / EVAL_FILE
+    return arm.eval_file(step)
 
 
 class _NotJson(EvalParseError):
@@ -139,7 +139,7 @@ def train_reward_mean(arm: ArmDir, up_to: int, last: int = TRAIN_MEAN_STEPS) -> 
     """Mean of the per-step mean train rewards over the last `last` train steps <= up_to."""
     means, used = [], []
     for s in train_steps(arm, up_to)[-last:]:
-        r = train_rewards(arm.rollout_step(s) / TRAIN_FILE)
+        r = train_rewards(arm.train_file(s))
         if r:
             means.append(sum(r) / len(r))
             used.append(s)
@@ -155,7 +155,7 @@ def train_trajectory(arm: ArmDir, bucket: int = 20) -> list[dict]:
     """
     buckets: dict[int, list[float]] = {}
     for s in train_steps(arm):
-        r = train_rewards(arm.rollout_step(s) / TRAIN_FILE)
+        r = train_rewards(arm.train_file(s))
         if r:
             buckets.setdefault(max(s - 1, 0) // bucket, []).append(sum(r) / len(r))
     return [

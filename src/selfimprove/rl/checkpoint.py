@@ -17,6 +17,14 @@ kill -9 leaves either a whole step or none.
 
 Resume at N needs `checkpoints/step_N/trainer`, `run_default/checkpoints/step_N/orchestrator`
 and `run_default/broadcasts/step_N/STABLE` (prime-rl's three trees); weights/ is not needed.
+
+With a prime-rl >= 0.8 config (`Layout(out, "v1")`) the tree is main's (559b44772,
+utils/pathing.py and monitors/file.py): no `run_default/`, both checkpoint sides under
+`checkpoints/step_N/{trainer,orchestrator}`, `broadcasts/step_N`, episodes in
+`rollouts/step_N/{train,eval}/all/traces.jsonl`, and one metrics row per step in
+`metrics.jsonl`. Two differences remain: the episode rows are this engine's rollout records
+(the seed's fields), not verifiers v1 `Episode.to_record()`; and `weights/step_N` (HF weights,
+which main no longer writes) is kept, because the loop loads the final student from it.
 """
 
 from __future__ import annotations
@@ -41,8 +49,10 @@ TRAINER_FILE = "__0_0.distcp"
 
 
 class Layout:
-    def __init__(self, out: Path):
+    def __init__(self, out: Path, kind: str = "seed"):
         self.out = Path(out)
+        self.kind = kind  # "seed" (prime-rl 09e297743) or "v1" (prime-rl main 559b44772)
+        self.run_root = self.out if kind == "v1" else self.out / "run_default"
 
     def weights(self, n: int) -> Path:
         return self.out / "weights" / f"step_{n}"
@@ -51,13 +61,24 @@ class Layout:
         return self.out / "checkpoints" / f"step_{n}" / "trainer"
 
     def orchestrator(self, n: int) -> Path:
-        return self.out / "run_default" / "checkpoints" / f"step_{n}" / "orchestrator"
+        return self.run_root / "checkpoints" / f"step_{n}" / "orchestrator"
 
     def broadcast(self, n: int) -> Path:
-        return self.out / "run_default" / "broadcasts" / f"step_{n}"
+        return self.run_root / "broadcasts" / f"step_{n}"
 
     def rollouts(self, n: int) -> Path:
-        return self.out / "run_default" / "rollouts" / f"step_{n}"
+        return self.run_root / "rollouts" / f"step_{n}"
+
+    def train_file(self, n: int) -> Path:
+        return self.rollouts(n) / ("train/all/traces.jsonl" if self.kind == "v1" else "train_rollouts.jsonl")
+
+    def eval_file(self, n: int) -> Path:
+        return self.rollouts(n) / ("eval/all/traces.jsonl" if self.kind == "v1" else "eval_rollouts.jsonl")
+
+    @property
+    def metrics_file(self) -> Path | None:
+        """main's local metrics JSONL (monitors.file); the seed layout has none."""
+        return self.out / "metrics.jsonl" if self.kind == "v1" else None
 
     @property
     def logs(self) -> Path:
@@ -158,15 +179,14 @@ def prune(lay: Layout, keep_last: int | None, keep_interval: int | None, protect
         keep |= {s for s in steps if s % keep_interval == 0}
     for s in steps:
         if s not in keep:
-            for p in (lay.out / "checkpoints" / f"step_{s}", lay.out / "run_default" / "checkpoints" / f"step_{s}",
-                      lay.weights(s), lay.broadcast(s)):
+            for p in (lay.out / "checkpoints" / f"step_{s}", lay.orchestrator(s).parent, lay.weights(s), lay.broadcast(s)):
                 shutil.rmtree(p, ignore_errors=True)
 
 
 def prune_broadcasts(lay: Layout, current: int) -> None:
     """Keep broadcasts of checkpoint steps (resume needs them) and of the current step only."""
     keep = set(lay.ckpt_steps()) | {current}
-    for s in _steps(lay.out / "run_default" / "broadcasts"):
+    for s in _steps(lay.run_root / "broadcasts"):
         if s not in keep:
             shutil.rmtree(lay.broadcast(s), ignore_errors=True)
 
@@ -210,7 +230,7 @@ def check_output_dir(lay: Layout, resume_step: int | None, max_steps: int, clean
     if missing:
         raise ConfigError(f"{CONFIG_ERROR}: cannot resume from step {resume_step}: missing {missing[0]}")
     # prime-rl cleans the rollout/broadcast step dirs past the resume step on start-up
-    for root in (lay.out / "run_default" / "rollouts", lay.out / "run_default" / "broadcasts"):
+    for root in (lay.run_root / "rollouts", lay.run_root / "broadcasts"):
         for s in _steps(root):
             if s > resume_step:
                 shutil.rmtree(root / f"step_{s}", ignore_errors=True)

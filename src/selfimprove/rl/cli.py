@@ -33,12 +33,15 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     _quiet()
     try:
-        from ..stack.prime_rl import parse_rl_argv
-        from .config import resolve
+        from ..stack.dialects import dialect_of_argv
+        from .config import engine_view, resolve
         from .train import run
 
-        raw, _files = parse_rl_argv(argv)
-        cfg = resolve(raw)
+        dialect = dialect_of_argv(argv)  # prime-rl seed-era or >= 0.8 keys: both are read
+        raw, _files = dialect.parse_rl_argv(argv)
+        if dialect.NAME == "v1":
+            raw = engine_view(raw)
+        cfg = resolve(raw).model_copy(update={"layout": dialect.NAME})
         run(cfg, raw)
     except SelfImproveError as e:
         print(f"selfimprove-rl: {e}", file=sys.stderr)

@@ -114,6 +114,7 @@ class EngineConfig(BaseModel):
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.99)
     max_norm: float = 1.0
+    layout: str = "seed"  # which prime-rl output layout to write: "seed" (run_default/...) or "v1" (main's)
     kl_coef: float = 0.0  # k3 KL to the start-of-run weights (engine knob, off by default)
     clip_eps: float = 0.2  # PPO ratio clip (one update per batch: ratio is 1, clip inactive)
 
@@ -245,6 +246,75 @@ def resolve(cfg: dict) -> EngineConfig:
         betas=(b1, b2),
         max_norm=_float(cfg, "trainer.optim.max_norm", 1.0),
     )
+
+
+# ---------------------------------------------------------------- the v0.8 dialect
+
+# prime-rl >= 0.8 keys the engine honours, and where the seed-shaped view keeps them.
+V08_MOVES = {
+    "orchestrator.group_size": "orchestrator.rollouts_per_example",
+    "orchestrator.eval.group_size": "orchestrator.eval.rollouts_per_example",
+    "clean": "clean_output_dir",
+    "inference.vllm.seed": "orchestrator.seed",
+}
+
+
+def engine_view(cfg: dict) -> dict:
+    """A validated prime-rl >= 0.8 config as the seed-shaped dict `resolve` maps (same meaning).
+
+    Sources become env blocks (id = env.taskset.id, args = the taskset's other fields), group_size
+    becomes rollouts_per_example, [resume] step becomes ckpt.resume_step (a bare [resume] is -1,
+    the latest), eval.skip_first_step becomes eval_base_model = false, inference.vllm.seed becomes
+    orchestrator.seed. Keys the engine does not use in either dialect ([monitors], [run], env
+    agent/serve blocks) are dropped; `output_dir` is already the run dir (parse_rl_argv).
+    """
+    import copy
+
+    src = copy.deepcopy(cfg)
+    out: dict[str, Any] = {}
+    for key in ("max_steps", "seq_len", "output_dir", "model", "trainer", "log", "dry_run"):
+        if key in src:
+            out[key] = src[key]
+    orch = {k: v for k, v in (src.get("orchestrator") or {}).items() if k in ("batch_size", "renderer", "log")}
+    out["orchestrator"] = orch
+    for old, new in V08_MOVES.items():
+        if (v := get_path(src, old)) is not None:
+            _set(out, new, v)
+    if isinstance(src.get("ckpt"), dict) or isinstance(src.get("resume"), dict):
+        out["ckpt"] = dict(src.get("ckpt") or {})
+        if isinstance(src.get("resume"), dict):
+            out["ckpt"]["resume_step"] = int(src["resume"].get("step") or -1)
+    for group in ("train", "eval"):
+        table = get_path(src, f"orchestrator.{group}")
+        if not isinstance(table, dict):
+            continue
+        view = {k: v for k, v in table.items() if k in ("sampling", "interval", "num_examples")}
+        view["env"] = [_env_block(s) for s in table.get("source") or []]
+        if group == "eval" and table.get("skip_first_step") is not None:
+            view["eval_base_model"] = not is_true(table["skip_first_step"])
+        orch.setdefault(group, {}).update(view)
+    if isinstance(src.get("inference"), dict):
+        out.setdefault("inference", {})
+    return out
+
+
+def _env_block(source: dict) -> dict:
+    taskset = dict(get_path(source, "env.taskset") or {})
+    block: dict[str, Any] = {"id": taskset.pop("id", "")}
+    if taskset:
+        block["args"] = taskset
+    for key, new in (("name", "name"), ("ratio", "ratio"), ("num_examples", "num_examples"), ("group_size", "rollouts_per_example")):
+        if source.get(key) is not None:
+            block[new] = source[key]
+    return block
+
+
+def _set(out: dict, path: str, value: Any) -> None:
+    node = out
+    *parents, leaf = path.split(".")
+    for p in parents:
+        node = node.setdefault(p, {})
+    node[leaf] = value
 
 
 def resolved_tomls(cfg: dict) -> dict[str, dict]:

@@ -86,7 +86,7 @@ def _max_tokens(cfg_tokens: int | None, seq_len: int | None, context: int | None
 
 
 def run(cfg: EngineConfig, raw: dict) -> None:
-    lay = Layout(cfg.output_dir)
+    lay = Layout(cfg.output_dir, cfg.layout)
     start = check_output_dir(lay, cfg.resume_step, cfg.max_steps, cfg.clean_output_dir)
     lay.out.mkdir(parents=True, exist_ok=True)
     for name, table in resolved_tomls(raw).items():
@@ -150,7 +150,7 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
             olog.info(f"Evaluated {s.name} at step {n} | Avg@{rpe}: {mean:.4f} | Examples: {len(s.rows)} | "
                       f"Time: {time.time() - t0:.2f}s")
             rows += [strip_private(r) for r in recs]
-        write_jsonl(lay.rollouts(n) / "eval_rollouts.jsonl", rows)
+        write_jsonl(lay.eval_file(n), rows)
 
     if cfg.eval:
         if start is None and cfg.eval.eval_base_model:
@@ -173,7 +173,7 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
         stats = grpo_step(model, opt, records, cfg.rollouts_per_example, pad_id=tok.pad_token_id, max_norm=cfg.max_norm,
                           clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, ref_model=ref_model)
         t_upd = time.time() - t0 - t_gen
-        write_jsonl(lay.rollouts(step) / "train_rollouts.jsonl", [strip_private(r) for r in records])
+        write_jsonl(lay.train_file(step), [strip_private(r) for r in records])
         save_broadcast(lay, step, model)
         prune_broadcasts(lay, step)
 
@@ -188,6 +188,9 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
                   f"Truncated: {sum(r['is_truncated'] for r in records) / len(records):.1%} | "
                   f"Throughput: {len(records) / max(t_gen, 1e-9):.1f} rollouts/s"
                   + (f" | Reward errors: {errors}" if errors else ""))
+        if lay.metrics_file is not None:  # main's monitors.file row: {"step", "time", **metrics}
+            _append_metrics(lay.metrics_file, step, {"reward/mean": sum(rewards) / len(rewards), "loss": stats["loss"],
+                                                     "grad_norm": stats["grad_norm"], "time/step": dt})
 
         if cfg.eval and (step % cfg.eval.interval == 0 or step == cfg.max_steps):
             evaluate(step)
@@ -202,3 +205,11 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
             tlog.info(f"Saved checkpoint at step {step} to {lay.trainer(step)} ({time.time() - t1:.2f}s)")
     tlog.info(f"RL trainer finished! ({time.time() - t_run:.1f}s)")
     olog.info(f"Orchestrator finished. ({time.time() - t_run:.1f}s)")
+
+
+def _append_metrics(path, step: int, metrics: dict) -> None:
+    """One line per step, appended as prime-rl main's FileMonitor does (a reader may tail it)."""
+    import json
+
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(json.dumps({"step": step, "time": time.time(), **metrics}) + "\n")

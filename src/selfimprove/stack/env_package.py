@@ -149,6 +149,26 @@ def provenance_mismatch(installed: dict, *, dataset_sha256: str, run_id: str | N
     return None
 
 
+def build_taskset_package(project_dir: Path, package: str, dataset: Path, *, hub_module: str, answer_field: str,
+                          origin: str) -> Path:
+    """The v1 counterpart of build_package: `<package>/__init__.py` exports one Taskset over dataset.jsonl
+    that uses `hub_module`'s Task class (its rewards and metrics) by reference; same pyproject."""
+    rows = count_rows(dataset)
+    if project_dir.exists():
+        shutil.rmtree(project_dir)
+    pkg_dir = project_dir / package
+    pkg_dir.mkdir(parents=True)
+    subs = {"package": package, "origin": origin, "hub_env_id": hub_module, "hub_module": hub_module,
+            "hub_module_repr": repr(hub_module), "answer_field_repr": repr(answer_field), "rows": str(rows)}
+    for tmpl, dest in (
+        ("templates/env_package/pyproject.toml.tmpl", project_dir / "pyproject.toml"),
+        ("templates/env_package/taskset_module.py.tmpl", pkg_dir / "__init__.py"),
+    ):
+        atomic_write_text(dest, Template(project_file(tmpl).read_text(encoding="utf-8")).safe_substitute(subs))
+    shutil.copy2(dataset, pkg_dir / "dataset.jsonl")
+    return project_dir
+
+
 def site_packages(python: str = sys.executable) -> Path:
     if python == sys.executable:
         return Path(sysconfig.get_paths()["purelib"])

@@ -32,7 +32,11 @@ from ..errors import ConfigError
 from ..rundir import atomic_write_text
 from .prime_rl_keys import (  # re-exported: the dialect's whole API is importable from here
     CONFIG_ERROR,
+    KEYS_FILE,
     NONE_LITERAL,
+    alias_conflicts,
+    normalise_aliases,
+    other_dialect_hint,
     set_path,
     snake_path,
     get_path,
@@ -49,8 +53,8 @@ from .prime_rl_keys import (  # re-exported: the dialect's whole API is importab
 )
 
 __all__ = [
-    "SEED_DIALECT", "load_key_tree", "unknown_keys", "type_errors", "gpu_only_keys", "deep_merge",
-    "parse_cli_overrides", "parse_rl_argv", "validate_config", "read_toml", "write_toml", "rl_command_args",
+    "SEED_DIALECT", "DIALECT", "NAME", "SEED_NOTE", "training_seed_key", "eval_sources", "other_dialect_key", "load_key_tree", "unknown_keys", "type_errors", "gpu_only_keys", "deep_merge",
+    "parse_cli_overrides", "parse_rl_argv", "validate_config", "normalise_aliases", "alias_conflicts", "read_toml", "write_toml", "rl_command_args",
     "find_canonical_config", "canonical_from_hub_env", "canonical_train_envs", "canonical_knobs",
     "needs_default_renderer", "model_name", "eval_overlay", "baseline_overrides", "resume_config", "fresh_config",
     # small helpers other modules share (rl/config.py reads configs with them)
@@ -58,6 +62,13 @@ __all__ = [
 ]
 
 SEED_DIALECT = "prime-rl@09e297743"
+DIALECT = SEED_DIALECT
+NAME = "seed"  # the --stack value: prime-rl as of the seed (<= 0.7) with classic verifiers envs
+SEED_NOTE = (
+    "orchestrator.seed seeds the orchestrator's sampling (the CPU engine: sampling and its torch RNG); a seed "
+    "replicate changes only that key. Not fixed by it: the order in which asynchronous rollouts complete, and GPU "
+    "kernel nondeterminism."
+)
 
 SEED_SEQ_LEN = 2048  # the seed's iter_N template
 SEED_TRAIN_MAX_TOKENS = 1024  # the seed's iter_N template
@@ -86,7 +97,7 @@ def _kebab(path: str) -> str:
     return ".".join(seg.replace("_", "-") for seg in path.split("."))
 
 
-def rl_command_args(toml_files: list[Path], overrides: dict, output_dir: Path) -> list[str]:
+def rl_command_args(toml_files: list[Path], overrides: dict, output_dir: Path, *, keys_file: str = KEYS_FILE) -> list[str]:
     """['@', 'a.toml', ..., '--model.name', 'X', '--max-steps', '100', ..., '--output-dir', 'D'].
 
     Flags are kebab-case dotted paths in the override dict's order; booleans are `--flag` /
@@ -98,7 +109,7 @@ def rl_command_args(toml_files: list[Path], overrides: dict, output_dir: Path) -
     argv: list[str] = []
     for f in toml_files:
         argv += ["@", str(f)]
-    for path, value in _flatten(overrides, ""):
+    for path, value in _flatten(overrides, "", keys_file):
         flag = "--" + _kebab(path)
         if value is True:
             argv.append(flag)
@@ -120,16 +131,16 @@ def rl_command_args(toml_files: list[Path], overrides: dict, output_dir: Path) -
     return argv + ["--output-dir", str(output_dir)]
 
 
-def _flatten(d: dict, prefix: str):
+def _flatten(d: dict, prefix: str, keys_file: str):
     for key, value in d.items():
         path = f"{prefix}.{key}" if prefix else key
-        if isinstance(value, dict) and value and leaf_type(path) not in ("dict", "any"):
-            yield from _flatten(value, path)
+        if isinstance(value, dict) and value and leaf_type(path, keys_file) not in ("dict", "any"):
+            yield from _flatten(value, path, keys_file)
         else:
             yield path, value
 
 
-def parse_rl_argv(argv: list[str]) -> tuple[dict, list[Path]]:
+def parse_rl_argv(argv: list[str], *, keys_file: str = KEYS_FILE, validate=validate_config) -> tuple[dict, list[Path]]:
     """A full `rl` argv -> (merged, validated config dict, the TOML files in order).
 
     Files deep-merge left to right, then the CLI overrides (incl. --output-dir) go on top;
@@ -157,8 +168,8 @@ def parse_rl_argv(argv: list[str]) -> tuple[dict, list[Path]]:
         else:
             rest.append(tok)
             i += 1
-    merged = deep_merge(merged, parse_cli_overrides(rest))
-    validate_config(merged)
+    merged = deep_merge(merged, parse_cli_overrides(rest, keys_file))
+    validate(merged)
     return merged, files
 
 
@@ -289,6 +300,21 @@ def canonical_knobs(canonical: dict) -> dict:
         "seed": get_path(canonical, "orchestrator.seed"),
     }
     return {k: v for k, v in picks.items() if v is not None}
+
+
+def other_dialect_key(path: str) -> str | None:
+    """"'x' is a prime-rl >= 0.8 key; here it is y" for a key of the v0.8 dialect, else None."""
+    return other_dialect_hint(path)
+
+
+def training_seed_key() -> str:
+    """Where this dialect keeps the training seed (a seed replicate changes only this key)."""
+    return "orchestrator.seed"
+
+
+def eval_sources(config: dict) -> list[dict]:
+    """The eval env blocks of a written arm config."""
+    return get_path(config, "orchestrator.eval.env") or []
 
 
 # ---------------------------------------------------------------- builders

@@ -8,6 +8,8 @@ how. This module only reads it:
 - `type_errors(cfg)`   leaves whose TOML type clearly cannot validate;
 - `gpu_only_keys(cfg)` sections present that only matter on GPUs (a CPU engine ignores them);
 - `shared_conflicts(cfg)` a shared key set both at top level and inside a section;
+- `alias_conflicts(cfg)` / `normalise_aliases(cfg)` a key given in two spellings of one table
+  (`max_tokens` beside `max_completion_tokens`), and the rename of old spellings to canonical;
 - `validate_config(cfg)` all of the above plus the cross-field rules prime-rl checks before
   it touches a GPU, as one ConfigError line naming the key and the fix;
 - `parse_cli_overrides(args)` `--dotted.kebab-key value` tokens -> a nested dict, typed by
@@ -38,15 +40,24 @@ DEFAULT_MODEL = "Qwen/Qwen3-0.6B"  # prime-rl's default [model] name
 CONFIG_ERROR = "Config file error"  # prime-rl's own heading for these errors
 
 
-@lru_cache(maxsize=1)
-def load_key_tree() -> dict:
-    """The whole JSON document (header + `keys` tree), read once from the package data."""
-    text = resources.files("selfimprove.stack").joinpath(KEYS_FILE).read_text(encoding="utf-8")
+# A table whose keys belong to the user's code, not to prime-rl (a v1 taskset's config fields):
+# in a snapshot, this key stands for "any other key, of any type".
+OPEN_KEY = "*"
+
+
+@lru_cache(maxsize=4)
+def load_key_tree(keys_file: str = KEYS_FILE) -> dict:
+    """The whole JSON document (header + `keys` tree) of one dialect's snapshot, read once from the package data."""
+    text = resources.files("selfimprove.stack").joinpath(keys_file).read_text(encoding="utf-8")
     return json.loads(text)
 
 
-def _keys() -> dict:
-    return load_key_tree()["keys"]
+def _keys(keys_file: str = KEYS_FILE) -> dict:
+    return load_key_tree(keys_file)["keys"]
+
+
+def _child(node: dict, key: str) -> Any:
+    return node[key] if key in node else node.get(OPEN_KEY)
 
 
 def renderer_auto_models() -> frozenset[str]:
@@ -54,21 +65,21 @@ def renderer_auto_models() -> frozenset[str]:
     return frozenset(load_key_tree()["renderer_auto_models"])
 
 
-def node_at(path: str) -> Any:
+def node_at(path: str, keys_file: str = KEYS_FILE) -> Any:
     """The key-tree node of a dotted path (list-of-table nodes are entered transparently), or None."""
-    node: Any = _keys()
+    node: Any = _keys(keys_file)
     for part in path.split("."):
         if isinstance(node, list):
             node = node[0]
-        if not isinstance(node, dict) or part not in node:
+        if not isinstance(node, dict) or _child(node, part) is None:
             return None
-        node = node[part]
+        node = _child(node, part)
     return node
 
 
-def leaf_type(path: str) -> str | None:
+def leaf_type(path: str, keys_file: str = KEYS_FILE) -> str | None:
     """The type string of a leaf ("int", "str|int", ...), "table"/"tables" for sections, None if unknown."""
-    node = node_at(path)
+    node = node_at(path, keys_file)
     if node is None:
         return None
     if isinstance(node, dict):
@@ -81,14 +92,14 @@ def leaf_type(path: str) -> str | None:
 # ---------------------------------------------------------------- unknown keys
 
 
-def unknown_keys(cfg: dict) -> list[str]:
+def unknown_keys(cfg: dict, keys_file: str = KEYS_FILE) -> list[str]:
     """Dotted paths in `cfg` that are not in the seed-dialect key set, sorted.
 
     List-of-table entries are checked element by element and named with their index,
     e.g. `orchestrator.train.env[1].bogus`.
     """
     out: list[str] = []
-    _walk_unknown(cfg, _keys(), "", out)
+    _walk_unknown(cfg, _keys(keys_file), "", out)
     return sorted(out)
 
 
@@ -96,10 +107,10 @@ def _walk_unknown(value: Any, node: Any, path: str, out: list[str]) -> None:
     if isinstance(node, dict) and isinstance(value, dict):
         for key, sub in value.items():
             p = f"{path}.{key}" if path else str(key)
-            if key not in node:
+            if _child(node, key) is None:
                 out.append(p)
             else:
-                _walk_unknown(sub, node[key], p, out)
+                _walk_unknown(sub, _child(node, key), p, out)
     elif isinstance(node, list) and isinstance(value, list):
         for i, item in enumerate(value):
             _walk_unknown(item, node[0], f"{path}[{i}]", out)
@@ -109,7 +120,7 @@ def _walk_unknown(value: Any, node: Any, path: str, out: list[str]) -> None:
 # ---------------------------------------------------------------- types
 
 
-def type_errors(cfg: dict) -> list[str]:
+def type_errors(cfg: dict, keys_file: str = KEYS_FILE) -> list[str]:
     """"orchestrator.batch_size: expected int, got str" for every leaf whose type clearly mismatches.
 
     Mirrors pydantic's lax mode where prime-rl relies on it (CLI values arrive as strings, so a
@@ -117,7 +128,7 @@ def type_errors(cfg: dict) -> list[str]:
     booleans, and `batch_size = true` is a mistake even though pydantic would read it as 1.
     """
     out: list[str] = []
-    _walk_types(cfg, _keys(), "", out)
+    _walk_types(cfg, _keys(keys_file), "", out)
     return out
 
 
@@ -145,8 +156,8 @@ def _walk_types(value: Any, node: Any, path: str, out: list[str]) -> None:
             out.append(f"{path}: expected a table, got {_tname(value)}")
             return
         for key, sub in value.items():
-            if key in node:
-                _walk_types(sub, node[key], f"{path}.{key}" if path else key, out)
+            if _child(node, key) is not None:
+                _walk_types(sub, _child(node, key), f"{path}.{key}" if path else key, out)
     elif isinstance(node, list):
         if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
             out.append(f"{path}: expected an array of tables ([[{path}]]), got {_tname(value)}")
@@ -200,9 +211,9 @@ def _parses(s: str, conv: type) -> bool:
 # ---------------------------------------------------------------- GPU-only and shared keys
 
 
-def gpu_only_keys(cfg: dict) -> list[str]:
+def gpu_only_keys(cfg: dict, keys_file: str = KEYS_FILE) -> list[str]:
     """Sections or keys present in `cfg` that only matter on GPUs (vLLM, parallelism, kernels), sorted."""
-    return sorted(p for p in load_key_tree()["gpu_only"] if _present(cfg, p))
+    return sorted(p for p in load_key_tree(keys_file)["gpu_only"] if _present(cfg, p))
 
 
 def _present(cfg: dict, path: str) -> bool:
@@ -214,14 +225,125 @@ def _present(cfg: dict, path: str) -> bool:
     return node is not None
 
 
-def shared_conflicts(cfg: dict) -> list[tuple[str, str]]:
+def shared_conflicts(cfg: dict, keys_file: str = KEYS_FILE) -> list[tuple[str, str]]:
     """(shared, sub) pairs set in both places; prime-rl refuses these (see propagate_shared_fields)."""
     out = []
-    for shared, subs in load_key_tree()["shared_fields"].items():
+    for shared, subs in load_key_tree(keys_file)["shared_fields"].items():
         if get_path(cfg, shared) is None:
             continue
         out.extend((shared, sub) for sub in subs if get_path(cfg, sub) is not None)
     return out
+
+
+# ---------------------------------------------------------------- alias spellings
+
+
+def _alias_pairs(keys_file: str) -> list[tuple[str, str]]:
+    """(old, canonical) dotted paths from the snapshot's `aliases`, `[]` marking an array of tables.
+
+    The `<model field>` entries and the [orchestrator.model] -> [orchestrator.student] rename are
+    left out: prime-rl reshapes those tables (flat model keys move one level down), which is not
+    a rename, and `orchestrator.model.name` equal to `model.name` is accepted as it is.
+    """
+    return [(old, new) for old, new in load_key_tree(keys_file).get("aliases", {}).items()
+            if "<" not in old and old != "orchestrator.model"]
+
+
+def _tables_at(cfg: Any, parts: list[str], where: str):
+    """(table, display path) for each table a `[]`-marked dotted prefix reaches in `cfg`."""
+    if not parts:
+        if isinstance(cfg, dict):
+            yield cfg, where
+        return
+    head, rest = parts[0], parts[1:]
+    many = head.endswith("[]")
+    key = head[:-2] if many else head
+    if not isinstance(cfg, dict) or key not in cfg:
+        return
+    p = f"{where}.{key}" if where else key
+    if many:
+        for i, item in enumerate(cfg[key] if isinstance(cfg[key], list) else []):
+            yield from _tables_at(item, rest, f"{p}[{i}]")
+    else:
+        yield from _tables_at(cfg[key], rest, p)
+
+
+def _alias_sites(cfg: dict, keys_file: str):
+    """(table, display prefix, old leaf, table path of the canonical spelling, canonical leaf) per alias present."""
+    for old, new in _alias_pairs(keys_file):
+        old_parts, new_parts = old.split("."), new.split(".")
+        common = 0
+        while common < min(len(old_parts), len(new_parts)) - 1 and old_parts[common] == new_parts[common]:
+            common += 1
+        for table, where in _tables_at(cfg, old_parts[:common], ""):
+            old_rest, new_rest = old_parts[common:], new_parts[common:]
+            if len(old_rest) == 1 and old_rest[0] in table:
+                yield table, where, old_rest[0], new_rest
+
+
+def alias_conflicts(cfg: dict, keys_file: str = KEYS_FILE) -> list[str]:
+    """"a.max_tokens and a.max_completion_tokens" for each table holding a key in two spellings.
+
+    prime-rl reads both spellings into one field and refuses a table that gives both.
+    """
+    out = []
+    for table, where, old_leaf, new_rest in _alias_sites(cfg, keys_file):
+        if get_path(table, ".".join(new_rest)) is not None:
+            pre = f"{where}." if where else ""
+            out.append(f"{pre}{old_leaf} and {pre}{'.'.join(new_rest)}")
+    return out
+
+
+def normalise_aliases(cfg: dict, keys_file: str = KEYS_FILE) -> tuple[dict, list[str]]:
+    """(a copy of `cfg` with old spellings moved to prime-rl's canonical names, "old -> new" notes).
+
+    A key given in both spellings is a ConfigError naming both: prime-rl refuses it, and picking
+    one silently would train with a value the user may not have meant.
+    """
+    import copy
+
+    conflicts = alias_conflicts(cfg, keys_file)
+    if conflicts:
+        raise ConfigError(f"{CONFIG_ERROR}: {conflicts[0]} are the same key in two spellings; keep one "
+                          f"(prime-rl refuses both in one table){_more(conflicts)}")
+    out = copy.deepcopy(cfg)
+    notes: list[str] = []
+    while True:  # re-scan after each move: a moved table may itself hold an old spelling
+        site = next(iter(_alias_sites(out, keys_file)), None)
+        if site is None:
+            return out, notes
+        table, where, old_leaf, new_rest = site
+        pre = f"{where}." if where else ""
+        set_path(table, ".".join(new_rest), table.pop(old_leaf))
+        notes.append(f"{pre}{old_leaf} -> {pre}{'.'.join(new_rest)}")
+
+
+# ---------------------------------------------------------------- the other dialect's keys
+
+# prime-rl >= 0.8 spellings the seed dialect refuses, and the seed's name for each: a config of
+# the other dialect (a canonical rl.toml, a teacher's overrides.toml) is named as such.
+V08_KEYS = {
+    "orchestrator.group_size": "orchestrator.rollouts_per_example",
+    "orchestrator.eval.group_size": "orchestrator.eval.rollouts_per_example",
+    "orchestrator.train.source": "[[orchestrator.train.env]] with id and args",
+    "orchestrator.eval.source": "[[orchestrator.eval.env]] with id and args",
+    "orchestrator.eval.skip_first_step": "orchestrator.eval.eval_base_model (inverted)",
+    "resume": "ckpt.resume_step",
+    "clean": "clean_output_dir",
+    "monitors": "[wandb]",
+    "run": "--output-dir (the seed has no run name)",
+}
+
+
+def other_dialect_hint(path: str, table: dict[str, str] | None = None, other: str = "prime-rl >= 0.8") -> str | None:
+    """"'x' is a <other> key; here it is y" when `path` (or a table above it) is in `table` (default V08_KEYS)."""
+    table = V08_KEYS if table is None else table
+    parts = path.split("[")[0].split(".")
+    for i in range(len(parts), 0, -1):
+        key = ".".join(parts[:i])
+        if key in table:
+            return f"'{path}' is a {other} key; here it is {table[key]}"
+    return None
 
 
 # ---------------------------------------------------------------- cross-field rules
@@ -244,7 +366,8 @@ def _more(items: list[str]) -> str:
 def validate_config(cfg: dict, *, partial: bool = False) -> None:
     """Raise ConfigError (one line naming the key and the fix) where prime-rl would refuse `cfg`.
 
-    Checks: [trainer]/[orchestrator] present; no unknown keys; leaf types; a shared key set at
+    Checks: [trainer]/[orchestrator] present; no unknown keys; leaf types; one key in two alias
+    spellings of a table (max_tokens beside max_completion_tokens); a shared key set at
     top level and in a section; batch_size divisible by rollouts_per_example; wandb offline vs
     shared; env names unique and ratios on all or none; ckpt resume_step < max_steps (the seed's
     KeyError 'perf/peak_memory' crash); the renderer 'auto' model rule. `partial=True` (an
@@ -258,10 +381,18 @@ def validate_config(cfg: dict, *, partial: bool = False) -> None:
                 raise ConfigError(f"{CONFIG_ERROR}: missing [{section}] section (prime-rl requires [trainer] and [orchestrator], even empty); add '[{section}]'")
     unknown = unknown_keys(cfg)
     if unknown:
+        hint = next((h for h in (other_dialect_hint(u) for u in unknown) if h), None)
+        if hint:
+            raise ConfigError(f"{CONFIG_ERROR}: {hint} (this run writes the seed dialect, prime-rl < 0.8); rename it, "
+                              f"or run with --stack v1 for prime-rl >= 0.8")
         raise ConfigError(f"{CONFIG_ERROR}: unknown key '{unknown[0]}' (extra inputs are not permitted){_more(unknown)}")
     bad = type_errors(cfg)
     if bad:
         raise ConfigError(f"{CONFIG_ERROR}: {bad[0]}{_more(bad)}")
+    twice = alias_conflicts(cfg)
+    if twice:
+        raise ConfigError(f"{CONFIG_ERROR}: {twice[0]} are the same key in two spellings; keep one "
+                          f"(prime-rl refuses both in one table){_more(twice)}")
     if partial:
         return
     conflicts = shared_conflicts(cfg)
@@ -420,7 +551,7 @@ def _literal(token: str) -> Any:
 _BOOL_WORDS = {"true": True, "True": True, "1": True, "false": False, "False": False, "0": False}
 
 
-def parse_cli_overrides(args: list[str]) -> dict:
+def parse_cli_overrides(args: list[str], keys_file: str = KEYS_FILE) -> dict:
     """`--a.b-c value` tokens -> nested dict with snake_case keys.
 
     Values are TOML literals when they parse as one, except where the key set says the leaf
@@ -440,14 +571,14 @@ def parse_cli_overrides(args: list[str]) -> dict:
         nxt = args[i + 1] if i + 1 < n else None
         takes_next = nxt is not None and not nxt.startswith("--") and not has_inline
 
-        if path.startswith("no_") and not has_inline and leaf_type(path) is None:
+        if path.startswith("no_") and not has_inline and leaf_type(path, keys_file) is None:
             target = path[3:]
-            kind = leaf_type(target)
+            kind = leaf_type(target, keys_file)
             set_path(out, target, NONE_LITERAL if kind == "table" else False)
             i += 1
             continue
 
-        kind = leaf_type(path)
+        kind = leaf_type(path, keys_file)
         if kind == "table":
             raw = inline if has_inline else (nxt if takes_next else None)
             set_path(out, path, NONE_LITERAL if raw == NONE_LITERAL else (_literal(raw) if raw is not None else {}))

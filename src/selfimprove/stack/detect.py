@@ -1,0 +1,111 @@
+"""Which dialect a run speaks: from the user's prime-rl checkout and from the env's API.
+
+- prime-rl: `$PRIME_RL_DIR` (or the path given). Its config schema decides, read as text from
+  `packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py` (no import: it needs
+  Python 3.12 and prime-rl's own deps): `[[...train.source]]` + `group_size` is v1 (prime-rl
+  >= 0.8), `[[...train.env]]` + `rollouts_per_example` is seed; the version in its
+  pyproject.toml is reported beside it. A checkout that matches neither is refused.
+- the env: its module's source, found with importlib without importing it. `load_environment`
+  is the classic API (seed); a `Taskset` subclass in the module is verifiers v1.
+- `--stack seed|v1` overrides both; a mismatch (a classic env with prime-rl >= 0.8, which
+  dropped `load_environment` envs in prime-rl #3226) fails before anything trains.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ConfigError, UsageError
+
+SEED, V1 = "seed", "v1"
+SCHEMA_FILE = Path("packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py")
+API_OF = {SEED: "classic verifiers (load_environment)", V1: "verifiers v1 (Taskset)"}
+
+
+@dataclass
+class Detected:
+    stack: str  # "seed" | "v1"
+    source: str  # how it was picked, for run.json and the user
+
+
+def prime_rl_stack(prime_rl_dir: str | os.PathLike | None) -> tuple[str | None, str]:
+    """(stack or None, what was seen) for a prime-rl checkout; None stack when there is no checkout."""
+    if not prime_rl_dir:
+        return None, "no PRIME_RL_DIR"
+    root = Path(prime_rl_dir).expanduser()
+    version = _version(root)
+    schema = root / SCHEMA_FILE
+    if not schema.is_file():  # not (yet) a checkout: canonical-config discovery still looks there
+        return None, f"PRIME_RL_DIR={root} holds no {SCHEMA_FILE}"
+    text = schema.read_text(encoding="utf-8", errors="replace")
+    has_source = re.search(r"^\s+source:\s*list\[", text, re.M) is not None
+    has_group = re.search(r"^\s+group_size:", text, re.M) is not None
+    has_env_list = re.search(r"^\s+env:\s*list\[", text, re.M) is not None
+    has_rpe = re.search(r"^\s+rollouts_per_example:", text, re.M) is not None
+    seen = f"prime-rl {version} at {root}"
+    if has_source and has_group and not has_env_list:
+        return V1, f"{seen} (config schema: [[orchestrator.train.source]], group_size)"
+    if has_env_list and has_rpe and not has_source:
+        return SEED, f"{seen} (config schema: [[orchestrator.train.env]], rollouts_per_example)"
+    raise UsageError(
+        f"{seen}: its config schema matches neither supported dialect (seed: prime-rl 09e297743, May 2026; "
+        f"v1: prime-rl 559b44772, Aug 2026); check out one of those commits, or pass --stack seed|v1 to force one"
+    )
+
+
+def _version(root: Path) -> str:
+    try:
+        return str(tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"])
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        return "(version unknown)"
+
+
+def env_api(module: str) -> tuple[str | None, str]:
+    """(stack or None, what was seen) for an env module, from its source text, without importing it."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None, f"env module '{module}' is not importable here"
+    text = Path(spec.origin).read_text(encoding="utf-8", errors="replace")
+    if re.search(r"class\s+\w+\s*\([^)]*Taskset[^)]*\)", text) or re.search(r"\bTaskset\s*\(", text):
+        return V1, f"env module '{module}' defines a verifiers v1 Taskset"
+    if re.search(r"^def\s+load_environment\s*\(", text, re.M):
+        return SEED, f"env module '{module}' has load_environment (classic verifiers)"
+    return None, f"env module '{module}' shows neither load_environment nor a v1 Taskset"
+
+
+def choose_stack(explicit: str | None, prime_rl_dir: str | None, env_module: str | None) -> Detected:
+    """The run's dialect: --stack wins; else prime-rl's checkout; else the env's API; else seed.
+
+    A prime-rl checkout and an env that disagree fail here, before training, with the fix.
+    """
+    if explicit is not None and explicit not in (SEED, V1):
+        raise UsageError(f"--stack {explicit}: use 'seed' (prime-rl < 0.8, classic envs) or 'v1' (prime-rl >= 0.8, verifiers v1 Tasksets)")
+    prime, prime_seen = prime_rl_stack(prime_rl_dir)
+    env, env_seen = env_api(env_module) if env_module else (None, "no env module")
+    if explicit:
+        return Detected(explicit, f"--stack {explicit} ({prime_seen}; {env_seen})")
+    if prime and env and prime != env:
+        raise ConfigError(mismatch(prime, env, prime_seen, env_seen))
+    if prime:
+        return Detected(prime, f"{prime_seen}; {env_seen}")
+    if env:
+        return Detected(env, f"no prime-rl checkout found (PRIME_RL_DIR unset): following the env's API, {env_seen}")
+    return Detected(SEED, f"no prime-rl checkout and {env_seen}: the seed dialect")
+
+
+def mismatch(prime: str, env: str, prime_seen: str, env_seen: str) -> str:
+    """One line: why the env can't run under this prime-rl, and what to do."""
+    if prime == V1:
+        return (f"{env_seen}, but {prime_seen} runs only verifiers v1 Tasksets (classic load_environment envs were "
+                f"dropped in prime-rl #3226); wrap the env as a v1 Taskset (see selfimprove_arith.v1), or use "
+                f"prime-rl 09e297743 with --stack seed")
+    return (f"{env_seen}, but {prime_seen} runs only classic load_environment envs; use prime-rl >= 0.8 "
+            f"(559b44772) with --stack v1, or give the env a load_environment")

@@ -1,0 +1,99 @@
+"""selfimprove-arith as a verifiers v1 Taskset: same rows and reward as the classic env, one Taskset exported."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from types import SimpleNamespace
+
+import pytest
+
+
+def _reply(text: str):
+    return SimpleNamespace(last_message=SimpleNamespace(content=text))
+
+
+def test_module_exports_exactly_one_taskset():
+    import verifiers.v1 as vf
+
+    mod = importlib.import_module("selfimprove_arith.v1")
+    exported = [getattr(mod, n) for n in mod.__all__]
+    assert [c for c in exported if isinstance(c, type) and issubclass(c, vf.Taskset)] == [mod.ArithTaskset]
+
+
+def test_rows_and_reward_match_the_classic_env():
+    from selfimprove_arith import make_split
+    from selfimprove_arith.v1 import ArithTaskset, ArithTasksetConfig
+
+    tasks = list(ArithTaskset(ArithTasksetConfig(id="selfimprove_arith.v1", split="eval", num_examples=5)))
+    assert [(t.data.prompt, t.data.answer) for t in tasks] == [(q, str(a)) for q, a in make_split("eval", 5)]
+    assert [f.__name__ for f in tasks[0].hooks("reward")] == ["correct_answer"]
+    t = tasks[0]
+    score = lambda text: asyncio.run(t.correct_answer(task=t.data, trace=_reply(text)))  # noqa: E731
+    assert score(f"<answer>{t.data.answer}</answer>") == 1.0
+    assert score(f"<answer>{t.data.answer}1</answer>") == 0.0 and score("no tags") == 0.0
+
+
+def test_bad_split_is_named():
+    from selfimprove_arith.v1 import ArithTaskset, ArithTasksetConfig
+
+    with pytest.raises(ValueError, match="split 'dev'"):
+        list(ArithTaskset(ArithTasksetConfig(id="selfimprove_arith.v1", split="dev")))
+
+
+def test_describe_taskset_for_hub_env():
+    from selfimprove.stack.verifiers_v1 import describe_taskset
+
+    d = describe_taskset("selfimprove_arith.v1", {"split": "eval", "num_examples": 2})
+    assert d["api"] == "verifiers.v1" and (d["taskset_class"], d["task_class"]) == ("ArithTaskset", "ArithTask")
+    assert d["rewards"] == [{"name": "correct_answer", "weight": 1.0}] and d["answer_field"] == "answer"
+    assert d["config_fields"] == ["num_examples", "split"] and d["example_prompt"]
+
+
+BAD = {
+    "none_ts": "__all__ = ['x']\nx = 1\n",
+    "two_ts": ("import verifiers.v1 as vf\nclass A(vf.Taskset):\n    def load(self):\n        return []\n"
+               "class B(vf.Taskset):\n    def load(self):\n        return []\n__all__ = ['A', 'B']\n"),
+    "noreward_ts": ("import verifiers.v1 as vf\nclass T(vf.Task[vf.TaskData]):\n    pass\n"
+                    "class S(vf.Taskset[T, vf.TasksetConfig]):\n    def load(self):\n"
+                    "        yield T(vf.TaskData(idx=0, prompt='1+1'), self.config.task)\n__all__ = ['S']\n"),
+}
+
+
+@pytest.mark.parametrize(("module", "says"), [
+    ("none_ts", "exports no Taskset; export exactly one"),
+    ("two_ts", "exports 2 Tasksets (A, B)"),
+    ("noreward_ts", "task T has no @vf.reward method"),
+])
+def test_bad_taskset_modules_are_named(tmp_path, monkeypatch, module, says):
+    from selfimprove.errors import ConfigError
+    from selfimprove.stack.verifiers_v1 import describe_taskset
+
+    (tmp_path / f"{module}.py").write_text(BAD[module])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ConfigError, match=f"taskset module '{module}'") as e:
+        describe_taskset(module)
+    assert says in str(e.value)
+
+
+def test_generated_data_as_a_v1_taskset_uses_the_hub_task_by_reference(tmp_path, monkeypatch):
+    """The generated package exports one Taskset over dataset.jsonl whose Task class IS the hub's."""
+    import json
+
+    from selfimprove.stack.env_package import build_taskset_package
+    from selfimprove.stack.verifiers_v1 import describe_taskset, find_taskset
+    from selfimprove_arith.v1 import ArithTask
+
+    data = tmp_path / "dataset.jsonl"
+    data.write_text("".join(json.dumps({"question": f"{i}+1", "answer": str(i + 1), "info": {}}) + "\n" for i in range(7)))
+    proj = build_taskset_package(tmp_path / "pkg", "arith_iter_1", data, hub_module="selfimprove_arith.v1",
+                                 answer_field="answer", origin="iter_1")
+    monkeypatch.syspath_prepend(str(proj))
+    ts = find_taskset("arith_iter_1")
+    import verifiers.v1 as vf
+
+    tasks = list(ts(vf.TasksetConfig(id="arith_iter_1")))
+    assert ts.task_type() is ArithTask and len(tasks) == 7 and tasks[2].data.prompt == "2+1"
+    assert describe_taskset("arith_iter_1")["rewards"] == [{"name": "correct_answer", "weight": 1.0}]
+    t = tasks[2]
+    assert asyncio.run(t.correct_answer(task=t.data, trace=_reply("<answer>3</answer>"))) == 1.0
