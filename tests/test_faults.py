@@ -103,22 +103,16 @@ POINTS = [
     Point("mid-train of iter_1, job killed", "iterate:stage + train", ITERATE, "iterate", job_arm="iter_1",
           first_rc=1, recover=[["iterate", "--resume"]]),
     Point("iter_1 between eval_summary.json and its metrics row", "iterate:stage + train", ITERATE, "iterate",
-          fault="eval-recorded:iter_1",
-          known="iterate skips step 8 when iter_N/eval_summary.json exists, so the metrics.json row the kill "
-                "lost is never written: compare then finds no iteration >= 1"),
+          fault="eval-recorded:iter_1"),
     Point("mid-record (scratchpad filled, record.json not)", "iterate:record", ITERATE, "iterate", fault="record"),
-    Point("end of Phase 3 (run.json written, scratchpad not)", "iterate:record", ITERATE, "iterate",
-          fault="phase3-end",
-          known="budget_gate writes run.json's final status before the scratchpad entry; a re-run sees "
-                "Phase 3 over and never writes '## Phase 3 ended'"),
+    Point("end of Phase 3 (scratchpad entry written, run.json status not)", "iterate:record", ITERATE, "iterate",
+          fault="phase3-end"),
     Point("mid-Run B, its job killed", "compare:run_b", COMPARE, "final", job_arm="run_b_combined_from_base",
           first_rc=0, recover=[["compare", "--restart"]]),
     Point("mid-Run C, CLI killed", "compare:run_c", COMPARE, "final", fault="train:run_c_real_from_iter0",
           slow_jobs=True),
     Point("mid metrics.json write (temp written, not renamed)", "compare:run_c", COMPARE, "final",
-          fault="write:metrics.json",
-          known="atomic_write_text's temp file (.metrics.json.*.tmp) stays in the run dir after a kill "
-                "before the rename; nothing removes it"),
+          fault="write:metrics.json"),
     Point("mid-finalize (run.json final, scratchpad not)", "compare", ["finalize", "--json", "--no-plot"], "final",
           fault="finalize"),
 ]

@@ -391,9 +391,20 @@ class RunDir:
             os.ftruncate(fd, 0)
             os.write(fd, json.dumps({"pid": os.getpid(), "command": command, "since": time.time()}).encode())
             os.fsync(fd)
+            self._remove_write_debris()
             yield
         finally:
             os.close(fd)  # releases the flock
+
+
+    def _remove_write_debris(self) -> None:
+        """Delete the temp files of atomic writes that a killed phase left in the run dir's top level.
+
+        Only the lock holder writes there (training jobs write under <arm>/prime_out/, never here),
+        so with the lock held no such file can belong to a live write."""
+        for tmp in self.root.glob(".*.tmp"):
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
 
 
 def _read_lock_holder(path: Path) -> dict:

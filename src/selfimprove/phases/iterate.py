@@ -35,7 +35,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_json
 from ..ui import console
 from . import iteration_steps as steps
 from .analyze import analyze_failures
-from .evals import abort_run_on_unparseable_eval
+from .evals import abort_run_on_unparseable_eval, record_summary
 from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT
 
@@ -89,10 +89,14 @@ def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
         status, reason = "max_iters_reached", f"max_iters={cfg.max_iters} reached (iter_0..iter_{n - 1} done)"
     else:
         return None
+    # The scratchpad entry first, then run.json: run.json's status is what ends Phase 3, so a
+    # kill in between re-runs this gate, which then finds its entry and does not repeat it.
+    heading = f"## Phase 3 ended: {status}"
+    if heading not in rd.read_scratchpad():
+        rd.append_scratchpad(f"{heading}\n\n{reason}. Next: `selfimprove compare`, then `selfimprove finalize`.\n")
+    fault_point("phase3-end")
     cfg.status, cfg.reason = status, reason
     rd.write_run(cfg)
-    fault_point("phase3-end")
-    rd.append_scratchpad(f"## Phase 3 ended: {status}\n\n{reason}. Next: `selfimprove compare`, then `selfimprove finalize`.\n")
     return IterateResult("ended", n, f"Phase 3 ended: {status} ({reason}); next: selfimprove compare --run-dir {rd.root}")
 
 
@@ -190,6 +194,8 @@ def run_one_iteration(
                 quiet=quiet, cap_hours=cap_hours, wandb_name=f"iter_{n}", overrides_file=it.dir / "overrides.toml",
                 rows=steps.dataset_rows(it),
             )
+    elif rd.read_metrics().get(it.name) is None:  # killed between eval_summary.json and its metrics row
+        record_summary(rd, rd.read_eval_summary(it), key=it.name, rows=steps.dataset_rows(it))
 
     # 9. record
     note(n, "record")
