@@ -138,7 +138,7 @@ def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_e
     assert not (arm.prime_out / "run_default").exists()
     assert arm.eval_file(4).is_file() and (arm.orchestrator_ckpt(4) / "progress.json").is_file()
     s = rd.read_eval_summary(arm)
-    assert (s.n_eval, s.final_step) == (20, 4) and s.eval_file == str(arm.eval_file(4))
+    assert (s.n_eval, s.final_step) == (20, 4) and rd.root / s.eval_file == arm.eval_file(4)  # stored relative to the run dir
 
 
 def test_2b_torn_last_line_is_reported_not_fatal(run: Path, cli, monkeypatch: pytest.MonkeyPatch) -> None:

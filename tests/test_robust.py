@@ -16,7 +16,7 @@ import pytest
 
 from selfimprove.errors import GateFailed, TeacherActionNeeded, TeacherError
 from selfimprove.phases import iteration_steps
-from selfimprove.rundir import ArmDir
+from selfimprove.rundir import ArmDir, RunDir
 
 from loop_helpers import write_teacher_files
 
@@ -45,18 +45,18 @@ def test_non_utf8_run_json_is_one_line(new_run, cli) -> None:
 def test_non_utf8_weakness_report_is_a_gate_rule(tmp_path: Path) -> None:
     it = ArmDir(tmp_path, "iter_1")
     it.dir.mkdir()
-    write_teacher_files(it.dir)
+    write_teacher_files(it.dir, notes=False)
     report = it.dir / "weakness_report.md"
     report.write_bytes(report.read_bytes() + b"\n\xff\xfe broken\n")
     with pytest.raises(GateFailed, match="weakness_report.md: not UTF-8 text"):
-        iteration_steps.report_gate(it)
+        iteration_steps.report_gate(RunDir(tmp_path), it, 1)
 
 
 def test_step_records_of_the_wrong_top_level_type_mean_step_not_done(tmp_path: Path) -> None:
     """A step record that is a JSON list (not an object) counts as "step not done": redone, no traceback."""
     it = ArmDir(tmp_path, "iter_1")
     it.dir.mkdir()
-    write_teacher_files(it.dir)
+    write_teacher_files(it.dir, notes=False)
     (it.dir / "dataset.jsonl").write_text("{}\n")
     for name in ("skeletons.json", "generate.json", "gate_report.json", "package.json"):
         (it.dir / name).write_text("[1, 2]\n")
@@ -191,8 +191,9 @@ def test_bootstrap_refuses_a_misspelt_env(cli, runs_dir: Path) -> None:
 
 
 def test_gen_timeout_must_be_positive(new_run, cli) -> None:
+    run_dir = new_run()
     for bad in ("-5", "0", "nan"):
-        err = one_line_error(cli("iterate", "--run-dir", new_run(), "--gen-timeout", bad))
+        err = one_line_error(cli("iterate", "--run-dir", run_dir, "--gen-timeout", bad))
         assert "--gen-timeout" in err and "> 0" in err
 
 
