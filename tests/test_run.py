@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -37,7 +38,9 @@ def artefacts(run_dir: Path) -> set[str]:
         rel = p.relative_to(run_dir)
         if p.is_file() and p.name not in VOLATILE and not any(".failed-" in part for part in rel.parts) \
                 and "logs" not in rel.parts and not p.name.startswith("."):
-            out.add(str(rel))
+            # generated package dirs carry the run's random id (selfimprove_arith_r<run_id>_iter_1): compare
+            # them without it, so two runs of the same loop list the same files
+            out.add(re.sub(r"_r[0-9a-f]{8}_", "_r<run_id>_", str(rel)))
     return out
 
 
