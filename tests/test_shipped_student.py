@@ -142,18 +142,18 @@ def test_student_profile_command_measures_the_shipped_student(cli):
 def test_rebuild_from_the_recipe_reproduces_the_shipped_profile(tmp_path):
     """`selfimprove student build` into tmp_path, then its per-kind profile against profile.json.
 
-    What a rebuild can promise depends on the CPU kernels. On the machine, torch version
-    and thread count of recipe.json the seeded, step-based build is bit-identical
-    (measured 2026-12-01: 472 s on 2 busy cores), and then the profile must agree per
-    kind: 100 problems per kind give a proportion near 0.5 a standard error of 0.05, so
-    |greedy diff| <= 0.10 is two standard errors; pass@16 gets 0.15.
+    Bit-identical weights must give the per-kind profile within 0.10 greedy / 0.15 pass@16
+    (100 problems per kind: two standard errors near 0.5). Otherwise what must hold is what
+    the loop depends on: the same kinds solved, learnable and hopeless (`shipped.kind_band`),
+    and the per-kind drift is reported as a warning, not hidden.
 
-    On another CPU (CI, 2026-12-01: same torch, same 2 threads, not bit-identical) the
-    kernels sum in other orders and 1000 Adam steps amplify the last bits: per kind,
-    greedy moved by up to 0.37 and pass@16 by up to 0.47, because the warm-up's answer
-    habits put greedy decoding on a knife edge. What must hold everywhere is what the
-    loop depends on: the same kinds solved, learnable and hopeless (`shipped.kind_band`).
-    Per-kind drift is then reported as a warning, not hidden.
+    Measured 2026-12-01: the rebuild is deterministic (CI and a second machine of the same
+    kind printed the same profile) but NOT bit-identical to the shipped weights, and per kind
+    it drifts by up to 0.37 greedy and 0.47 pass@16 (the warm-up's answer habits put greedy
+    decoding on a knife edge). The per-kind tolerance is therefore not met by the current
+    recipe code; the bands are. Cause not found yet (suspect: a recipe-code change that kept
+    the recipe hash, e.g. 583d1d4); rebuilding the shipped student would fix it but moves
+    every figure measured on it.
     """
     reference = json.loads((SHIPPED / shipped.PROFILE_FILE).read_text())
     built = shipped.build_and_save(tmp_path / "tiny-arith", log=lambda s: None)
