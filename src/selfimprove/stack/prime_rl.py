@@ -247,6 +247,16 @@ def find_canonical_config(dataset: str, explicit: str | None, prime_rl_dir: str 
     return None, tried
 
 
+def canonical_lengths(context: int | None) -> tuple[int, int]:
+    """(seq_len, train completion tokens) of a generated canonical config: the seed's 2048 / 1024,
+    capped by the student's context (when known) with half of it left for the prompt."""
+    seq_len, train_tokens = SEED_SEQ_LEN, SEED_TRAIN_MAX_TOKENS
+    if context:
+        seq_len = min(seq_len, context)
+        train_tokens = min(train_tokens, max(1, seq_len // 2))
+    return seq_len, train_tokens
+
+
 def canonical_from_hub_env(hub_id: str, env_args: dict, model: str, context: int | None = None) -> dict:
     """A minimal canonical config for an env that has no configs/<dataset>/rl.toml.
 
@@ -258,10 +268,7 @@ def canonical_from_hub_env(hub_id: str, env_args: dict, model: str, context: int
     budget to half of it, so the prompt keeps the other half: the seed's 2048 / 1024 ask a
     256-position CPU student for 8x what it can attend over.
     """
-    seq_len, train_tokens = SEED_SEQ_LEN, SEED_TRAIN_MAX_TOKENS
-    if context:
-        seq_len = min(seq_len, context)
-        train_tokens = min(train_tokens, max(1, seq_len // 2))
+    seq_len, train_tokens = canonical_lengths(context)
     env: dict[str, Any] = {"id": hub_id}
     if env_args:
         env["args"] = copy.deepcopy(env_args)

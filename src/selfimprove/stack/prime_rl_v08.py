@@ -272,10 +272,7 @@ def source(block: dict, *, group_size: int | None = None, num_examples: int | No
 def canonical_from_hub_env(hub_id: str, env_args: dict, model: str, context: int | None = None) -> dict:
     """A minimal canonical config in main's shape for an env without configs/basic/<env>/rl.toml.
     `context` caps seq_len and the train completion budget as in the seed dialect."""
-    seq_len, train_tokens = SEED_SEQ_LEN, SEED_TRAIN_MAX_TOKENS
-    if context:
-        seq_len = min(seq_len, context)
-        train_tokens = min(train_tokens, max(1, seq_len // 2))
+    seq_len, train_tokens = seed_dialect.canonical_lengths(context)
     orch: dict[str, Any] = {"train": {"sampling": {"max_completion_tokens": train_tokens},
                                       "source": [source({"id": hub_id, "args": env_args})]}}
     orch["renderer"] = {"name": "default" if needs_default_renderer(model) else "auto"}
