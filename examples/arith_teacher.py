@@ -279,14 +279,34 @@ def difficulty_of(node, student_bonus=0):
     return "hard" if score >= 3 else "med" if score == 2 else "easy"
 
 
+def number_traits(node) -> str:
+    """The number characteristics of one instance, as the diversity gate's `numbers` label.
+
+    Three traits a reader can check on the question itself: a 0 digit anywhere in the
+    working (operands, intermediate results, result: 11+9+3 passes through 20), a result
+    wider or narrower than the widest operand, and an operand used twice (14+7+7). The
+    working counts, not only operands and result: the real split's three-term chains hold
+    no 0 in operands or results at all, so a label without intermediates is constant there
+    and the gate rightly fails the bucket (a fresh-clone demo did, 2026-12-02)."""
+    nums, v = leaves(node), value(node)
+    working = [*nums, *(value(b) for b in ops_post(node)), v]
+    zero = "0" in "".join(str(abs(x)) for x in working)
+    width = len(str(abs(v))) != max(len(str(abs(x))) for x in nums)
+    repeated = len(set(nums)) < len(nums)
+    return ", ".join([
+        "zero digit" if zero else "no zero",
+        "result width differs" if width else "same width",
+        "repeated operand" if repeated else "distinct operands",
+    ])
+
+
 def axes_of(node):
     """The row's place on the seed's five Pillar 2 axes (the diversity gate reads info.axes)."""
-    f = feature_flags(node)
     return {
         "cover_story": "none: bare expression",  # the real questions are bare expressions
         "depth": len(ops_post(node)) + sum(carry_vector(node)),  # operations plus carries/borrows to hold
         "surface": "bare expression",
-        "numbers": ("zero digit" if f["zero"] else "no zero") + (", result width differs" if f["width"] else ", same width"),
+        "numbers": number_traits(node),
         "distractor": False,
     }
 
@@ -460,7 +480,7 @@ def build_rows(plan, seed, prior):
 
 GENERATOR_FUNCTIONS = [
     parse_expr, value, render, leaves, with_leaves, ops_post, shape_of, signs_of, col_add, col_sub, col_mul,
-    op_carries, carry_vector, carry_class, feature_flags, difficulty_of, axes_of, place_name, explain_add, explain_sub,
+    op_carries, carry_vector, carry_class, feature_flags, difficulty_of, number_traits, axes_of, place_name, explain_add, explain_sub,
     explain_mul, explain_op, reasoning_for, fits, frame_question, pool_entries, draw, build_rows,
 ]
 

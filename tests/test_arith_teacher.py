@@ -334,3 +334,44 @@ def test_toolkit_parses_solves_and_explains_random_expressions():
         assert tk.difficulty_of(node) in ("easy", "med", "hard")
         assert len(tk.carry_vector(node)) == len(tk.ops_post(node))
     assert checked > 1000
+
+
+def _toolkit():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("arith_teacher_toolkit", TEACHER_FILE)
+    tk = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = tk
+    spec.loader.exec_module(tk)
+    return tk
+
+
+def test_numbers_axis_varies_within_every_real_bucket():
+    """The scripted teacher fixes four of the five diversity axes (bare expressions), so the `numbers` label
+    is the only one a bucket can vary. Regression: a fresh-clone `make demo` (2026-12-02) failed the diversity
+    gate 4 times because three-term chains with one carry in the first addition (11+9+3) never hold a 0 in
+    operands or result, so a label built from those alone was constant in the bucket. The fake student of
+    `world` above hides this: it makes three-term chains hopeless, so they become stepping stones, not a
+    bucket. Checked here on the real TRAIN split, per (structure, carry class) -- a bucket -- and per exact
+    carry vector with enough instances to fill a pool alone (what anchors draw first)."""
+    from selfimprove_arith import make_split
+
+    tk = _toolkit()
+    by_bucket: dict[tuple, Counter] = {}
+    by_vector: dict[tuple, Counter] = {}
+    for q, _ in make_split("train"):
+        node = tk.parse_expr(q)
+        shape, signs, vec = tk.shape_of(node), tuple(tk.signs_of(node)), tuple(tk.carry_vector(node))
+        label = tk.axes_of(node)["numbers"]
+        by_bucket.setdefault((shape, signs, min(sum(vec), 2)), Counter())[label] += 1
+        by_vector.setdefault((shape, signs, vec), Counter())[label] += 1
+    checked = 0
+    for key, labels in by_bucket.items():
+        n = sum(labels.values())
+        if n >= 50:
+            checked += 1
+            assert len(labels) >= 2 and 1 - max(labels.values()) / n >= 0.05, (key, labels)
+    for key, labels in by_vector.items():
+        if sum(labels.values()) >= 300:
+            assert len(labels) >= 2, (key, labels)
+    assert checked >= 20
