@@ -27,11 +27,17 @@ $(VENV)/.installed: pyproject.toml
 demo: setup
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/selfimprove run selfimprove-arith $(DEMO_FLAGS) --teacher examples/arith_teacher.py:ArithTeacher
 
+# Two pytest workers, one test file each at a time (--dist loadfile keeps a module's shared
+# fixtures in one worker). Most tests keep one core busy (training subprocesses, verifiers
+# imports), so a second worker roughly halves the wall time on 2 cores. TEST_WORKERS=0 runs serially.
+TEST_WORKERS ?= 2
+PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+
 test: setup
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-quick: setup
-	$(BIN)/python -m pytest -m "not slow"
+	$(PYTEST) -m "not slow"
 
 # The kill -9 fault suite alone (README "What a crash costs"); `make test` runs it too.
 test-faults: setup

@@ -278,17 +278,6 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
 # ---------------------------------------------------------------- the test
 
 
-OUTCOMES: dict[str, bool] = {}  # point name -> survived (every check passed)
-
-
-def figure_lines() -> list[str]:
-    """The figure, points survived out of points tried (printed by conftest's terminal summary)."""
-    if not OUTCOMES:
-        return []
-    lines = [f"fault suite: {sum(OUTCOMES.values())}/{len(OUTCOMES)} kill -9 points survived"]
-    return lines + [f"  {'survived' if ok else 'FAILED  '}  {name}" for name, ok in OUTCOMES.items()]
-
-
 def _param(p: Point):
     marks = [pytest.mark.xfail(strict=True, reason=p.known)] if p.known else []
     return pytest.param(p, id=p.name, marks=marks)
@@ -298,7 +287,6 @@ def _param(p: Point):
 def test_kill_at_point_then_rerun_ends_like_the_undisturbed_run(point: Point, reference: Reference,
                                                                   tmp_path: Path) -> None:
     """A kill -9 at this point, the tool's recovery and a re-run: the reference's outcome, nothing lost or doubled."""
-    OUTCOMES[point.name] = False
     run_dir = tmp_path / reference.snapshots[point.start].name
     shutil.copytree(reference.snapshots[point.start], run_dir, symlinks=True)
     log = tmp_path / "launches.log"
@@ -333,4 +321,3 @@ def test_kill_at_point_then_rerun_ends_like_the_undisturbed_run(point: Point, re
     assert twice == {}, f"launched more than once: {twice}"
     if point.job_arm:
         assert counts[point.job_arm] == 2, "the killed job is launched again exactly once, by its recovery"
-    OUTCOMES[point.name] = True
