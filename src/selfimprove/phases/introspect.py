@@ -38,6 +38,7 @@ from ..rundir import RunDir, atomic_write_text
 from ..scratchpad import marker
 from ..stack import hub as prime_hub
 from ..stack import verifiers_classic as vc
+from ..stack.dialects import dialect_for
 from ..ui import console, phase_line
 
 SCRATCHPAD_HEADING = "## Phase 1: the real environment's stack"
@@ -179,6 +180,9 @@ def scratchpad_entry(h: HubEnv) -> str:
         f"eval {h.eval_size if h.eval_size is not None else 'none'} rows (eval rows sealed: count only)",
         f"- evaluated on: {h.evaluated_rows or 'eval split'}",
         f"- warnings: {'; '.join(h.warnings) if h.warnings else 'none'}",
+        *([f"- trained through {h.api}: taskset `{h.taskset['taskset_id']}` ({h.taskset['task_class']}: "
+           f"{', '.join(r['name'] + ' x' + format(r['weight'], 'g') for r in h.taskset['rewards'])}), "
+           f"train {json.dumps(h.taskset['train_args'])}, eval {json.dumps(h.taskset['eval_args'])}"] if h.taskset else []),
         f"- details (full system prompt, 3 train rows): `{Path('hub_env.json')}`",
     ]
     return "\n".join(lines) + "\n"
@@ -239,6 +243,8 @@ def introspect(
             introspected_at=time.time(),
             evaluated_rows=evaluated_rows_note(info.get("eval_size"), info.get("train_size"), cfg.eval_examples),
         )
+        # the API the run's engine loads the env through (a v1 run also probes its Taskset)
+        hub.api, hub.taskset = dialect_for(cfg).env_api.describe_api(info["module"], cfg.env_args, python)
         for w in warnings:
             console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
 
