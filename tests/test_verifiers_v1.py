@@ -113,3 +113,14 @@ def test_introspect_refuses_a_raising_reward_with_exit_1(new_run, cli, modules: 
     assert res.exit_code == 1
     assert "taskset module 'arith_like.v1': a reward of task T raised" in " ".join(res.stderr.split())
     assert not RunDir(run).hub_env_json.exists()
+
+
+def test_introspect_refuses_a_taskset_only_env_with_the_fix(new_run, cli, modules: Path):
+    """The round trip and decontamination still read the env through load_environment: one line saying so."""
+    (modules / "ts_only.py").write_text(MODULES["v1_good"])
+    run = new_run("ts-only", "--stack", "v1")
+    res = cli("introspect", "--run-dir", run)
+    assert res.exit_code == 1
+    err = " ".join(res.stderr.split())
+    assert "env module 'ts_only' has no load_environment" in err and "add one beside the Taskset" in err
+    assert not RunDir(run).hub_env_json.exists()

@@ -219,6 +219,9 @@ def introspect(
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)
 
         console.print(f"  loading {cfg.hub_id} in a fresh Python ({python}) ...", highlight=False, markup=False, soft_wrap=True)
+        # the API the run's engine loads the env through, first: a v1 run refuses a bad Taskset (or an env
+        # the rest of the loop cannot read yet) before the classic probe's slower load
+        api, taskset = dialect_for(cfg).env_api.describe_api(vc.env_module_name(cfg.hub_id), cfg.env_args, python)
         info = vc.introspect_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python)
         warnings = list(info.get("warnings") or [])
         warnings += qwen3_warnings(cfg.model, info["parser_class"], info.get("parser_config") or {})
@@ -243,8 +246,7 @@ def introspect(
             introspected_at=time.time(),
             evaluated_rows=evaluated_rows_note(info.get("eval_size"), info.get("train_size"), cfg.eval_examples),
         )
-        # the API the run's engine loads the env through (a v1 run also probes its Taskset)
-        hub.api, hub.taskset = dialect_for(cfg).env_api.describe_api(info["module"], cfg.env_args, python)
+        hub.api, hub.taskset = api, taskset
         for w in warnings:
             console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
 

@@ -26,6 +26,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -300,7 +301,20 @@ def _main() -> None:
 
 
 def describe_api(env_module: str, env_args: dict[str, Any], python: str | None = None) -> tuple[str, dict | None]:
-    """(hub_env.json `api`, its `taskset` section) for the run's env."""
+    """(hub_env.json `api`, its `taskset` section) for the run's env.
+
+    The loop trains through the Taskset, but the round trip, decontamination and the teacher's
+    train samples still read the env through a classic `load_environment` beside it (as
+    selfimprove_arith has); an env with a Taskset only is refused here with that fix."""
+    from .detect import _source
+
+    text = _source(env_module)
+    if text is not None and not re.search(r"^def\s+load_environment\s*\(", text, re.M):
+        raise ConfigError(
+            f"env module '{env_module}' has no load_environment: a --stack v1 run trains through its Taskset, but "
+            f"selfimprove's round trip and decontamination still read the env through a classic load_environment; "
+            f"add one beside the Taskset (see selfimprove_arith), or run with --stack seed"
+        )
     return API, probe_taskset(env_module, env_args, python)
 
 
