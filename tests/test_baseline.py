@@ -21,11 +21,17 @@ SMALL = ("--steps-per-run", "4", "--batch-size", "32", "--rollouts-per-example",
          "--eval-examples", "20")
 
 
-def hub_env(run: Path, env_id: str = "selfimprove-arith", eval_size: int = 200) -> None:
+# hub_env.json's `taskset` section for a --stack v1 run (what stack.verifiers_v1.describe_taskset records)
+V1_TASKSET = {"taskset_id": "selfimprove_arith.v1", "task_class": "ArithTask", "train_args": {"split": "train"},
+              "eval_args": {"split": "eval"}, "rewards": [{"name": "correct_answer", "weight": 1.0}], "answer_field": "answer"}
+
+
+def hub_env(run: Path, env_id: str = "selfimprove-arith", eval_size: int = 200, v1: bool = False) -> None:
     RunDir(run).write_hub_env(HubEnv(
         env_id=env_id, module="selfimprove_arith", source="local", env_class="SingleTurnEnv",
         parser_class="XMLParser", rubric_class="Rubric", rubric_funcs=[RewardFunc(name="correct_answer", weight=1.0)],
         system_prompt="Answer in <answer> tags.", answer_format_instruction=None, train_size=1000, eval_size=eval_size,
+        **({"api": "verifiers.v1", "taskset": V1_TASKSET} if v1 else {}),
     ))
 
 
@@ -122,7 +128,7 @@ def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_e
     from selfimprove.stack.prime_rl_keys import unknown_keys
 
     run = new_run("selfimprove-arith", *SMALL, "--stack", "v1")
-    hub_env(run)
+    hub_env(run, v1=True)
     res = cli("baseline", "--run-dir", run)
     assert res.exit_code == 0, res.stderr
     rd = RunDir(run)
@@ -135,6 +141,8 @@ def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_e
     cmd = read_job(arm).cmd
     assert cmd[cmd.index("--orchestrator.group-size") + 1] == "4" and "--orchestrator.rollouts-per-example" not in cmd
     assert cmd[cmd.index("--run.name") + 1] == "prime_out" and cmd[cmd.index("--output-dir") + 1] == str(arm.dir)
+    overlay = v08.read_toml(arm.eval_overlay)  # eval on the real taskset's eval rows, by its module id
+    assert overlay["orchestrator"]["eval"]["source"][0]["env"]["taskset"] == {"id": "selfimprove_arith.v1", "split": "eval"}
     assert not (arm.prime_out / "run_default").exists()
     assert arm.eval_file(4).is_file() and (arm.orchestrator_ckpt(4) / "progress.json").is_file()
     s = rd.read_eval_summary(arm)

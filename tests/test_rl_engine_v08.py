@@ -39,3 +39,31 @@ def test_arm_dir_reads_main_layout(tmp_path: Path):
     assert arm.broadcast(4) == tmp_path / "iter_1/prime_out/broadcasts/step_4"
     old = ArmDir(tmp_path, "iter_1")
     assert old.eval_file(4) == tmp_path / "iter_1/prime_out/run_default/rollouts/step_4/eval_rollouts.jsonl"
+
+
+def test_engine_scores_a_v1_source_with_the_tasks_own_rewards(tmp_path: Path, monkeypatch):
+    """A source is loaded as a Taskset (its config picks the rows) and each reply is scored by Task.score;
+    a reward that raises scores 0 with the error kept in the row."""
+    import pytest
+
+    from selfimprove.errors import EnvNotFound
+    from selfimprove.rl.tasksets import load_taskset, score_tasks, taskset_rows
+    from selfimprove_arith import make_split
+
+    env = load_taskset("selfimprove_arith.v1", {"split": "eval"})
+    rows = taskset_rows(env, 3)
+    assert [r["prompt"][-1]["content"] for r in rows] == [q for q, _ in make_split("eval", 3)]
+    good, bad = f"<answer>{rows[0]['answer']}</answer>", "<answer>x</answer>"
+    scored = score_tasks(env, rows[:1] * 2, [good, bad])
+    assert [s["reward"] for s in scored] == [1.0, 0.0] and scored[0]["metrics"] == {"correct_answer": 1.0}
+    (tmp_path / "raising_ts.py").write_text(
+        "import verifiers.v1 as vf\nclass T(vf.Task[vf.TaskData]):\n    @vf.reward(weight=1.0)\n"
+        "    async def r(self, task, trace) -> float:\n        raise KeyError('no answer tag')\n"
+        "class S(vf.Taskset[T, vf.TasksetConfig]):\n    def load(self):\n"
+        "        yield T(vf.TaskData(idx=0, prompt='1+1'), self.config.task)\n__all__ = ['S']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    env = load_taskset("raising_ts", {})
+    [res] = score_tasks(env, taskset_rows(env), ["2"])
+    assert res["reward"] == 0.0 and res["error"]["error"] == "KeyError" and "no answer tag" in res["error"]["message"]
+    with pytest.raises(EnvNotFound, match="taskset id 'selfimprove-arith': no such module"):
+        load_taskset("selfimprove-arith", {})

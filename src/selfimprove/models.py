@@ -194,6 +194,11 @@ class HubEnv(FileModel):
     # What every arm is scored on, and so what the dataset gate keeps out of generated data:
     # "eval split (N rows)", or the first N train rows when the env has no eval split.
     evaluated_rows: str | None = None
+    # Which verifiers API the run's engine loads the env through: "verifiers.classic" (load_environment;
+    # the fields above) or "verifiers.v1" (a Taskset; `taskset` holds its Task class, rewards, train/eval
+    # config and how rewards read the answer, from stack.verifiers_v1.describe_taskset).
+    api: Literal["verifiers.classic", "verifiers.v1"] = "verifiers.classic"
+    taskset: dict[str, Any] | None = None
 
     def answer_format_text(self) -> str:
         """The format sentence, or what decides the format when no sentence states it."""

@@ -125,20 +125,22 @@ def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
 def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], resume_step: int, num_examples: int,
                        wandb_name: str, overrides: dict | None = None, seed_index: int = 0) -> dict:
     hub = rd.read_hub_env()
+    eval_id, eval_args = dialect_for(cfg).env_api.real_env(hub, "eval")
     return _eval_like_iter0(rd, dialect_for(cfg).resume_config(
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
-        rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
-        eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
+        rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
+        eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
         **_knobs(rd, overrides or {}, seed_index),
     ))
 
 
 def fresh_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], num_examples: int, wandb_name: str) -> dict:
     hub = rd.read_hub_env()
+    eval_id, eval_args = dialect_for(cfg).env_api.real_env(hub, "eval")
     return _eval_like_iter0(rd, dialect_for(cfg).fresh_config(
         model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
-        rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=hub.env_id,
-        eval_env_args=hub.env_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
+        rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
+        eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
         **_knobs(rd, {}),
     ))
 

@@ -182,7 +182,7 @@ def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, 
         )
     else:
         context, _ = model_context(cfg.model)  # caps seq_len and the completion budget for a small student
-        dialect.write_toml(frozen, dialect.canonical_from_hub_env(hub.env_id, hub.env_args, cfg.model, context=context))
+        dialect.write_toml(frozen, dialect.canonical_from_hub_env(*dialect.env_api.real_env(hub, "train"), cfg.model, context=context))
         _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} paths); generated {frozen} from hub_env.json")
         origin = str(frozen)
     if cfg.canonical_config != origin:
@@ -211,11 +211,11 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     hub = _hub_env(rd)
     steps = cfg.steps_per_run  # max_steps is ABSOLUTE: iter_0 trains steps 1..steps
     n_eval = expected_eval_examples(cfg, hub)
-    eval_id, eval_args = (hub.env_id, hub.env_args) if hub else (cfg.hub_id, cfg.env_args)
+    dialect = dialect_for(cfg)
+    eval_id, eval_args = dialect.env_api.real_env(hub, "eval") if hub else (cfg.hub_id, cfg.env_args)
     expect = JobExpectation(max_steps=steps, num_examples=n_eval, cap_hours=cap_hours)
     # Built on every call (cheap, deterministic): identical files when attaching to a live job.
     canonical_path = find_canonical(rd, arm, cfg, hub, config, quiet)
-    dialect = dialect_for(cfg)
     canonical = dialect.read_toml(canonical_path)
     overlay = dialect.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
     overrides = dialect.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,

@@ -38,6 +38,7 @@ from ..rundir import RunDir, atomic_write_text
 from ..scratchpad import marker
 from ..stack import hub as prime_hub
 from ..stack import verifiers_classic as vc
+from ..stack.dialects import dialect_for
 from ..ui import console, phase_line
 
 SCRATCHPAD_HEADING = "## Phase 1: the real environment's stack"
@@ -179,6 +180,9 @@ def scratchpad_entry(h: HubEnv) -> str:
         f"eval {h.eval_size if h.eval_size is not None else 'none'} rows (eval rows sealed: count only)",
         f"- evaluated on: {h.evaluated_rows or 'eval split'}",
         f"- warnings: {'; '.join(h.warnings) if h.warnings else 'none'}",
+        *([f"- trained through {h.api}: taskset `{h.taskset['taskset_id']}` ({h.taskset['task_class']}: "
+           f"{', '.join(r['name'] + ' x' + format(r['weight'], 'g') for r in h.taskset['rewards'])}), "
+           f"train {json.dumps(h.taskset['train_args'])}, eval {json.dumps(h.taskset['eval_args'])}"] if h.taskset else []),
         f"- details (full system prompt, 3 train rows): `{Path('hub_env.json')}`",
     ]
     return "\n".join(lines) + "\n"
@@ -215,6 +219,9 @@ def introspect(
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)
 
         console.print(f"  loading {cfg.hub_id} in a fresh Python ({python}) ...", highlight=False, markup=False, soft_wrap=True)
+        # the API the run's engine loads the env through, first: a v1 run refuses a bad Taskset (or an env
+        # the rest of the loop cannot read yet) before the classic probe's slower load
+        api, taskset = dialect_for(cfg).env_api.describe_api(vc.env_module_name(cfg.hub_id), cfg.env_args, python)
         info = vc.introspect_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python)
         warnings = list(info.get("warnings") or [])
         warnings += qwen3_warnings(cfg.model, info["parser_class"], info.get("parser_config") or {})
@@ -239,6 +246,7 @@ def introspect(
             introspected_at=time.time(),
             evaluated_rows=evaluated_rows_note(info.get("eval_size"), info.get("train_size"), cfg.eval_examples),
         )
+        hub.api, hub.taskset = api, taskset
         for w in warnings:
             console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
 

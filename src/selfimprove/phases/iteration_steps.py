@@ -35,7 +35,8 @@ from ..resources import project_file
 from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
 from ..stack import verifiers_classic
-from ..stack.env_package import (build_package, count_rows, file_sha256, install_and_verify, installed_provenance,
+from ..stack.dialects import dialect_for
+from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
                                  package_name, provenance_mismatch)
 from .arms import stage, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
@@ -336,10 +337,11 @@ def package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *,
             raise GateFailed(f"{it.dir}/weakness_report.md: custom_rewards name {len(files)} source files; put all of them in one file")
         rewards_file = (rewards_dir or it.dir) / files.pop()
     provenance = {"run_dir": str(rd.root), "run_id": cfg.run_id, "arm": it.name}
-    project = build_package(it.dir / name, name, dataset, hub_env_id=hub.env_id, hub_env_args=hub.env_args,
-                            origin=origin, rewards_file=rewards_file, rewards=rewards, provenance=provenance)
+    env_api = dialect_for(cfg).env_api  # a classic env package, or a v1 Taskset package
+    project = env_api.build_env_package(it.dir / name, name, dataset, hub=hub, origin=origin,
+                                        rewards_file=rewards_file, rewards=rewards, provenance=provenance)
     rec = install_and_verify(project, name, count_rows(dataset), python=cfg.env_python or sys.executable,
-                             log=it.dir / "install.log")
+                             log=it.dir / "install.log", api=env_api.API)
     rec["dataset_sha256"] = file_sha256(dataset)
     atomic_write_json(it.dir / "package.json", rec)
     return rec

@@ -1,5 +1,5 @@
 """`selfimprove-rl`: the embedded CPU engine (real GRPO on a tiny student) behind
-prime-rl's `rl` command, TOML and output contract (seed dialect).
+prime-rl's `rl` command, TOML and output contract (both dialects: the seed's and main's v0.8).
 
     cli.py         entry point: argv -> config -> run; exit codes; "RL training finished!"
     config.py      the honoured subset of prime-rl's keys (EngineConfig), ignored-key notes
@@ -9,6 +9,7 @@ prime-rl's `rl` command, TOML and output contract (seed dialect).
     warmup.py      the seeded supervised warm-up that makes `selfimprove/tiny-arith`
     policy.py      sampling loop and completion log-probs (shared-prefix trick)
     rollouts.py    prompts from env splits, scoring with the env's own rubric, prime-rl records
+    tasksets.py    v0.8 sources: verifiers v1 Tasksets loaded by id, replies scored by Task.score
     grpo.py        group-relative advantages and the policy-gradient step
     checkpoint.py  the output layout, atomic step dirs, save / resume / prune
     logs.py        logs/trainer.log and logs/orchestrator.log

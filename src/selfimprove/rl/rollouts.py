@@ -22,6 +22,7 @@ import torch
 from ..errors import ConfigError, EnvNotFound
 from .policy import generate
 from .student import render_prompt
+from .tasksets import TasksetEnv, score_tasks
 
 
 @dataclass
@@ -188,7 +189,8 @@ def run_rollouts(model, tok, spec_rows: list[tuple[EnvSpec, dict]], *, n: int, t
         by_env.setdefault(id(spec), []).append(i)
     for idx in by_env.values():
         spec = owners[idx[0]][0]
-        res = score_completions(spec.env, [owners[i][1] for i in idx], [texts[i] for i in idx], [truncs[i] for i in idx])
+        scorer = score_tasks if isinstance(spec.env, TasksetEnv) else score_completions  # v1 taskset or classic env
+        res = scorer(spec.env, [owners[i][1] for i in idx], [texts[i] for i in idx], [truncs[i] for i in idx])
         for i, r in zip(idx, res):
             scores[i] = r
 

@@ -27,6 +27,7 @@ from .config import EngineConfig, ignored_keys, resolved_tomls
 from .grpo import grpo_step
 from .logs import Log
 from .rollouts import EnvSpec, check_encodable, load_env, run_rollouts, split_rows, strip_private
+from .tasksets import load_taskset, taskset_rows
 from .student import load_student, render_prompt, resolve_model
 
 
@@ -52,15 +53,18 @@ class Cursor:
         return {"epoch": self.epoch, "pos": self.pos}
 
 
-def _load_specs(blocks, split: str, cache: dict, tok, n_eval_default: int = -1) -> list[EnvSpec]:
+def _load_specs(blocks, split: str, cache: dict, tok, n_eval_default: int = -1, layout: str = "seed") -> list[EnvSpec]:
+    """Load each env block: a classic env (seed layout) picks its own train/eval split; a v1 source
+    (prime-rl >= 0.8 layout) is a Taskset whose config already picks its rows."""
     specs = []
     for b in blocks:
         key = (b.id, repr(sorted(b.args.items())))
         if key not in cache:
-            cache[key] = load_env(b.id, b.args)
+            cache[key] = load_taskset(b.id, b.args) if layout == "v1" else load_env(b.id, b.args)
         env = cache[key]
         n = (b.num_examples if b.num_examples is not None else n_eval_default) if split == "eval" else -1
-        specs.append(EnvSpec(id=b.id, name=b.name, args=b.args, ratio=b.ratio, env=env, rows=split_rows(env, split, n),
+        rows = taskset_rows(env, n) if layout == "v1" else split_rows(env, split, n)
+        specs.append(EnvSpec(id=b.id, name=b.name, args=b.args, ratio=b.ratio, env=env, rows=rows,
                              num_examples=b.num_examples, rollouts_per_example=b.rollouts_per_example))
         check_encodable(tok, specs[-1], split)
     return specs
@@ -112,8 +116,8 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
     tlog.info(f"Loaded model {cfg.model_name} from {model_dir} ({n_params / 1e6:.2f}M parameters)")
 
     env_cache: dict = {}
-    train = _load_specs(cfg.train_envs, "train", env_cache, tok)
-    evals = _load_specs(cfg.eval.envs, "eval", env_cache, tok, cfg.eval.num_examples) if cfg.eval else []
+    train = _load_specs(cfg.train_envs, "train", env_cache, tok, layout=cfg.layout)
+    evals = _load_specs(cfg.eval.envs, "eval", env_cache, tok, cfg.eval.num_examples, cfg.layout) if cfg.eval else []
     ratios = [s.ratio if s.ratio is not None else 1.0 for s in train]
     context = getattr(model.config, "max_position_embeddings", None)
     train_tokens = _max_tokens(cfg.max_tokens, cfg.seq_len, context, tok, train,

@@ -65,16 +65,33 @@ def _version(root: Path) -> str:
         return "(version unknown)"
 
 
-def env_api(module: str) -> tuple[str | None, str]:
-    """(stack or None, what was seen) for an env module, from its source text, without importing it."""
+def _source(module: str) -> str | None:
+    """A module's source text, found without importing it (None when not importable here)."""
     try:
         spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
+    except (ImportError, ValueError):  # find_spec imports the parent package of a dotted name
         spec = None
     if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        return None
+    return Path(spec.origin).read_text(encoding="utf-8", errors="replace")
+
+
+def _defines_taskset(text: str) -> bool:
+    return bool(re.search(r"class\s+\w+\s*\([^)]*Taskset[^)]*\)", text) or re.search(r"\bTaskset\s*\(", text))
+
+
+def has_v1_wrapper(module: str) -> bool:
+    """True when `<module>.v1` defines a Taskset (a classic env that also ships as a v1 taskset, like selfimprove_arith)."""
+    text = _source(f"{module}.v1")
+    return text is not None and _defines_taskset(text)
+
+
+def env_api(module: str) -> tuple[str | None, str]:
+    """(stack or None, what was seen) for an env module, from its source text, without importing it."""
+    text = _source(module)
+    if text is None:
         return None, f"env module '{module}' is not importable here"
-    text = Path(spec.origin).read_text(encoding="utf-8", errors="replace")
-    if re.search(r"class\s+\w+\s*\([^)]*Taskset[^)]*\)", text) or re.search(r"\bTaskset\s*\(", text):
+    if _defines_taskset(text):
         return V1, f"env module '{module}' defines a verifiers v1 Taskset"
     if re.search(r"^def\s+load_environment\s*\(", text, re.M):
         return SEED, f"env module '{module}' has load_environment (classic verifiers)"
@@ -92,6 +109,8 @@ def choose_stack(explicit: str | None, prime_rl_dir: str | None, env_module: str
     env, env_seen = env_api(env_module) if env_module else (None, "no env module")
     if explicit:
         return Detected(explicit, f"--stack {explicit} ({prime_seen}; {env_seen})")
+    if prime == V1 and env == SEED and has_v1_wrapper(env_module):  # the classic env's v1 Taskset is what runs
+        return Detected(V1, f"{prime_seen}; {env_seen}, and a v1 Taskset in '{env_module}.v1'")
     if prime and env and prime != env:
         raise ConfigError(mismatch(prime, env, prime_seen, env_seen))
     if prime:

@@ -95,6 +95,7 @@ def build_package(
         "rows": str(rows),
         "reward_import": reward_import,
         "reward_attach": reward_attach,
+        "dependencies": '["verifiers>=0.3.1,<0.4", "datasets"]',
     }
     for tmpl, dest in (
         ("templates/env_package/pyproject.toml.tmpl", project_dir / "pyproject.toml"),
@@ -150,22 +151,25 @@ def provenance_mismatch(installed: dict, *, dataset_sha256: str, run_id: str | N
 
 
 def build_taskset_package(project_dir: Path, package: str, dataset: Path, *, hub_module: str, answer_field: str,
-                          origin: str) -> Path:
+                          origin: str, hub_args: dict | None = None, provenance: dict | None = None) -> Path:
     """The v1 counterpart of build_package: `<package>/__init__.py` exports one Taskset over dataset.jsonl
-    that uses `hub_module`'s Task class (its rewards and metrics) by reference; same pyproject."""
+    that uses `hub_module`'s Task class (its rewards and metrics) and system prompt by reference; same
+    pyproject and provenance.json. `hub_args` configure the hub taskset whose system prompt is read."""
     rows = count_rows(dataset)
     if project_dir.exists():
         shutil.rmtree(project_dir)
     pkg_dir = project_dir / package
     pkg_dir.mkdir(parents=True)
-    subs = {"package": package, "origin": origin, "hub_env_id": hub_module, "hub_module": hub_module,
-            "hub_module_repr": repr(hub_module), "answer_field_repr": repr(answer_field), "rows": str(rows)}
+    subs = {"package": package, "origin": origin, "hub_module": hub_module, "hub_module_repr": repr(hub_module),
+            "hub_args_repr": repr(dict(hub_args or {})), "answer_field_repr": repr(answer_field), "rows": str(rows),
+            "dependencies": '["verifiers>=0.3.1"]'}  # verifiers.v1 is in 0.3.1 and alone in 0.4
     for tmpl, dest in (
         ("templates/env_package/pyproject.toml.tmpl", project_dir / "pyproject.toml"),
         ("templates/env_package/taskset_module.py.tmpl", pkg_dir / "__init__.py"),
     ):
-        atomic_write_text(dest, Template(project_file(tmpl).read_text(encoding="utf-8")).safe_substitute(subs))
+        atomic_write_text(dest, Template(project_file(tmpl).read_text(encoding="utf-8")).substitute(subs))
     shutil.copy2(dataset, pkg_dir / "dataset.jsonl")
+    atomic_write_json(pkg_dir / PROVENANCE_FILE, {**(provenance or {}), "dataset_sha256": file_sha256(dataset)})
     return project_dir
 
 
@@ -222,10 +226,24 @@ print(json.dumps({"rows": len(ds), "module_file": pkg.__file__}))
 """
 
 
-def verify_rows(package: str, python: str = sys.executable) -> dict:
-    """Load the installed env in a fresh interpreter; return its row count and module path."""
+# The v1 check: the module's one exported Taskset, iterated (what prime-rl >= 0.8 trains on).
+_VERIFY_TASKSET_SCRIPT = """
+import importlib, inspect, json, sys
+import verifiers.v1 as vf
+pkg = importlib.import_module(sys.argv[1])
+found = [c for c in (getattr(pkg, n) for n in pkg.__all__) if inspect.isclass(c) and issubclass(c, vf.Taskset)]
+assert len(found) == 1, f"{sys.argv[1]}: __all__ exports {len(found)} Tasksets, not one"
+rows = sum(1 for _ in found[0](vf.TasksetConfig(id=sys.argv[1])))
+print(json.dumps({"rows": rows, "module_file": pkg.__file__}))
+"""
+
+VERIFY_SCRIPTS = {"verifiers.classic": _VERIFY_SCRIPT, "verifiers.v1": _VERIFY_TASKSET_SCRIPT}
+
+
+def verify_rows(package: str, python: str = sys.executable, api: str = "verifiers.classic") -> dict:
+    """Load the installed env (or v1 taskset) in a fresh interpreter; return its row count and module path."""
     proc = subprocess.run(
-        [python, "-c", _VERIFY_SCRIPT, package], capture_output=True, text=True, timeout=600,
+        [python, "-c", VERIFY_SCRIPTS[api], package], capture_output=True, text=True, timeout=600,
         env={**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"},
     )
     if proc.returncode != 0:
@@ -235,7 +253,8 @@ def verify_rows(package: str, python: str = sys.executable) -> dict:
 
 
 def install_and_verify(
-    project_dir: Path, package: str, expected_rows: int, *, python: str = sys.executable, log: Path | None = None
+    project_dir: Path, package: str, expected_rows: int, *, python: str = sys.executable, log: Path | None = None,
+    api: str = "verifiers.classic",
 ) -> dict:
     """Cleanup -> install -> verify; on mismatch clean and retry once, then fail loudly."""
     sp = site_packages(python)
@@ -244,14 +263,14 @@ def install_and_verify(
         removed = cleanup_stale(package, sp)
         install_package(project_dir, python, log)
         fault_point("install")
-        result = verify_rows(package, python)
+        result = verify_rows(package, python, api)
         attempts.append({"attempt": attempt, "removed": removed, **result})
         if result.get("rows") == expected_rows:
             record = {"package": package, "rows": expected_rows, "site_packages": str(sp), "attempts": attempts}
             return record
     got = attempts[-1].get("rows")
     raise SelfImproveError(
-        f"{package}: load_environment built {got} rows, dataset.jsonl has {expected_rows} "
+        f"{package}: {'the Taskset yielded' if api == 'verifiers.v1' else 'load_environment built'} {got} rows, dataset.jsonl has {expected_rows} "
         f"(after cleanup + reinstall twice; {attempts[-1].get('error') or 'stale install?'}); "
         f"check {sp} for leftover {package} files"
     )

@@ -29,6 +29,7 @@ from typing import Any
 import tomli_w
 
 from ..errors import ConfigError
+from . import verifiers_classic as env_api  # the verifiers API this dialect's envs speak
 from ..rundir import atomic_write_text
 from .prime_rl_keys import (  # re-exported: the dialect's whole API is importable from here
     CONFIG_ERROR,
@@ -53,6 +54,7 @@ from .prime_rl_keys import (  # re-exported: the dialect's whole API is importab
 )
 
 __all__ = [
+    "env_api",
     "SEED_DIALECT", "DIALECT", "NAME", "SEED_NOTE", "training_seed_key", "eval_sources", "other_dialect_key", "load_key_tree", "unknown_keys", "type_errors", "gpu_only_keys", "deep_merge",
     "parse_cli_overrides", "parse_rl_argv", "validate_config", "normalise_aliases", "alias_conflicts", "read_toml", "write_toml", "rl_command_args",
     "find_canonical_config", "canonical_from_hub_env", "canonical_train_envs", "canonical_knobs",

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from . import verifiers_v1 as env_api  # the verifiers API this dialect's envs speak
 from ..rundir import atomic_write_text
 from . import prime_rl as seed_dialect
 from .prime_rl_keys import (
@@ -417,6 +418,7 @@ def _eval_source(env_id: str, env_args: dict, num_examples: int) -> dict:
 
 
 __all__ = [
+    "env_api",
     "DIALECT", "NAME", "SEED_NOTE", "SEED_KEYS", "validate_config", "read_toml", "write_toml", "rl_command_args",
     "parse_rl_argv", "parse_cli_overrides", "deep_merge", "normalise_aliases", "alias_conflicts",
     "find_canonical_config", "canonical_from_hub_env", "canonical_train_envs", "canonical_knobs", "source",

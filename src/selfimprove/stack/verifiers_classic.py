@@ -323,3 +323,27 @@ def parse_answers(
 ) -> list[str | None]:
     """`run_parser_over` for the env recorded in hub_env.json (a `models.HubEnv`)."""
     return run_parser_over(hub_env.env_id, hub_env.env_args, texts, timeout=timeout, python=python)
+
+
+# ---------------------------------------------------------------- what the phases ask of the env API
+# (the same four names in verifiers_v1; a dialect module carries one of the two as `env_api`)
+
+API = "verifiers.classic"
+
+
+def describe_api(env_module: str, env_args: dict[str, Any], python: str | None = None) -> tuple[str, dict | None]:
+    """(hub_env.json `api`, extra section): the classic fields are the probe's own, nothing more."""
+    return API, None
+
+
+def real_env(hub, split: str) -> tuple[str, dict]:
+    """(env id, env args) of the real env: load_environment picks the split itself."""
+    return hub.env_id, dict(hub.env_args)
+
+
+def build_env_package(project_dir: Path, package: str, dataset: Path, *, hub, origin: str,
+                      rewards_file: Path | None, rewards: list[tuple[str, float]], provenance: dict) -> Path:
+    from .env_package import build_package
+
+    return build_package(project_dir, package, dataset, hub_env_id=hub.env_id, hub_env_args=hub.env_args,
+                         origin=origin, rewards_file=rewards_file, rewards=rewards, provenance=provenance)

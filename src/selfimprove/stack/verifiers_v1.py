@@ -3,23 +3,43 @@
 prime-rl main imports a taskset id as a module whose `__all__` exports exactly one
 `verifiers.v1.Taskset` subclass (prime-rl #3226). `find_taskset` applies that rule with one
 line naming the module and the fix; `describe_taskset` reads what the teacher contract needs
-(the API, the Task class, its rewards with weights and its metrics, the config fields, and
-the first task's prompt, system prompt and answer field), for hub_env.json.
+for hub_env.json's `taskset` section: the Task class, its rewards with weights and its
+metrics, the config fields, the first task's prompt, system prompt and answer field, the
+train/eval arguments, and how the answer is read (a v1 reward reads the reply from the trace
+itself: the parser objects its module holds are named, and every reward is run once on probe
+replies, so a reward that raises on a reply it cannot read is refused here, not mid-training).
 
-This runs in the interpreter that has the env installed (it imports the module).
-Not covered yet: how the answer is extracted (a v1 reward reads the trace itself; there is
-no parser object to name), and wiring into `selfimprove introspect`.
+`taskset_for_env` finds the taskset of an env module: the module itself when it exports one,
+else its `<module>.v1` wrapper (the layout `selfimprove_arith` ships: a classic env with a v1
+Taskset beside it). `trace_for` / `score_reply` score one reply offline (no model server),
+as the CPU engine does.
+
+This imports the env, so selfimprove runs it in a fresh interpreter (`probe_taskset`): the
+env's interpreter, as for the classic probe.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib
+import importlib.util
 import inspect
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
 
 API = "verifiers.v1"
+PROBE_TIMEOUT_S = 900
+PROBE_REPLIES = ("", "I do not know.")  # replies no reward may raise on (a wrong reply scores, it does not crash)
+
+
+# ---------------------------------------------------------------- finding the taskset
 
 
 def find_taskset(module_name: str) -> type:
@@ -41,6 +61,93 @@ def find_taskset(module_name: str) -> type:
     return tasksets[0]
 
 
+def taskset_for_env(env_module: str) -> str:
+    """The taskset id (a module name) of an env module: itself when it exports a Taskset, else `<module>.v1`."""
+    candidates = [env_module, f"{env_module}.v1"]
+    for name in candidates:
+        try:
+            if importlib.util.find_spec(name) is None:
+                continue
+        except (ImportError, ValueError):
+            continue
+        module = importlib.import_module(name)
+        if _exports_a_taskset(module) or name != env_module:
+            return name
+    raise ConfigError(
+        f"env module '{env_module}' exports no verifiers v1 Taskset and has no '{env_module}.v1' module; prime-rl >= 0.8 "
+        f"runs only Tasksets (#3226): add one (see selfimprove_arith.v1), or run with --stack seed"
+    )
+
+
+def _exports_a_taskset(module) -> bool:
+    import verifiers.v1 as vf
+
+    return any(inspect.isclass(c) and issubclass(c, vf.Taskset) for c in (getattr(module, n, None) for n in getattr(module, "__all__", [])))
+
+
+def config_class(taskset_class: type) -> type:
+    from verifiers.v1.configs.taskset import TasksetConfig
+    from verifiers.v1.utils.generic import concrete_type
+
+    return concrete_type(taskset_class, TasksetConfig) or TasksetConfig
+
+
+def load_tasks(module_name: str, args: dict[str, Any] | None = None, limit: int | None = None) -> list:
+    """The tasks of taskset `module_name` built with config fields `args` (the first `limit`, or all)."""
+    taskset_class = find_taskset(module_name)
+    try:
+        taskset = taskset_class(config_class(taskset_class)(id=module_name, **(args or {})))
+    except Exception as e:  # pydantic refuses an unknown or mistyped field
+        raise ConfigError(f"taskset module '{module_name}': config {args or {}} refused: {_first_line(e)}; "
+                          f"use the fields of {config_class(taskset_class).__name__}") from None
+    if limit is not None and limit >= 0:
+        taskset = taskset.head(limit)
+    return list(taskset)
+
+
+# ---------------------------------------------------------------- scoring one reply offline
+
+
+def trace_for(task, reply: str):
+    """A verifiers v1 Trace holding the task's prompt and one assistant reply, as a finished rollout leaves it."""
+    import verifiers.v1 as vf
+    from verifiers.v1.state import state_cls
+    from verifiers.v1.types import AssistantMessage, SystemMessage, UserMessage
+
+    trace = vf.Trace(task=vf.TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+                     state=state_cls(type(task))(), agent=vf.AgentInfo(config=vf.AgentConfig(), name="selfimprove"))
+    messages = [SystemMessage(content=task.data.system_prompt)] if task.data.system_prompt else []
+    prompt = task.data.prompt
+    messages += [UserMessage(content=prompt)] if isinstance(prompt, str) else list(prompt or [])
+    messages.append(AssistantMessage(content=reply))
+    for i, message in enumerate(messages):
+        trace.nodes.append(vf.MessageNode(parent=i - 1 if i else None, message=message,
+                                          sampled=i == len(messages) - 1))
+    trace.is_completed = True
+    return trace
+
+
+async def score_reply(task, reply: str):
+    """The task's own rewards and metrics on `reply`; returns the scored trace (raises when scoring raises)."""
+    trace = trace_for(task, reply)
+    await task.score(trace)
+    return trace
+
+
+def prompt_messages(task) -> list[dict[str, str]]:
+    """The task's prompt as chat messages (system first), the shape the engine renders."""
+    from verifiers.v1.types import content_text
+
+    out = [{"role": "system", "content": task.data.system_prompt}] if task.data.system_prompt else []
+    prompt = task.data.prompt
+    if isinstance(prompt, str):
+        return out + [{"role": "user", "content": prompt}]
+    return out + [{"role": m.role, "content": content_text(m.content)} for m in prompt or []]
+
+
+# ---------------------------------------------------------------- describing it for hub_env.json
+
+
 def reward_functions(task_class: type) -> list[tuple[str, float]]:
     """(name, weight) of every `@vf.reward` method of a Task class, sorted by name."""
     out = []
@@ -54,43 +161,180 @@ def metric_functions(task_class: type) -> list[str]:
     return sorted(name for name, fn in inspect.getmembers(task_class, callable) if hasattr(fn, "metric_priority"))
 
 
+def parsers_in(module_name: str) -> list[dict[str, Any]]:
+    """The verifiers parser objects a taskset module holds at top level (what its rewards read the reply with)."""
+    module = sys.modules[module_name]
+    out = []
+    for attr, obj in sorted(vars(module).items()):
+        if callable(getattr(obj, "parse_answer", None)) and not inspect.isclass(obj):
+            entry: dict[str, Any] = {"attr": attr, "class": type(obj).__name__, "module": type(obj).__module__}
+            fields = getattr(obj, "_fields", None)
+            if isinstance(fields, list):
+                entry["fields"] = [f[0] if isinstance(f, tuple) else f for f in fields]
+            if hasattr(obj, "answer_field"):
+                entry["answer_field"] = obj.answer_field
+            out.append(entry)
+    return out
+
+
+def split_args(module_name: str, config_fields: list[str], env_args: dict[str, Any]) -> tuple[dict, dict, str]:
+    """(train args, eval args, how the eval rows were found). A v1 taskset has no eval split of its own:
+    a `split` config field that accepts "eval" gives one; otherwise arms are evaluated on the same taskset."""
+    if "split" not in config_fields or "split" in env_args:
+        return dict(env_args), dict(env_args), "the taskset as configured (it has no split field, or env args set it)"
+    try:
+        has_eval = bool(load_tasks(module_name, {**env_args, "split": "eval"}, limit=1))
+    except Exception:
+        has_eval = False
+    if not has_eval:
+        return dict(env_args), dict(env_args), "split 'eval' loads nothing: arms are evaluated on the train taskset"
+    return {**env_args, "split": "train"}, {**env_args, "split": "eval"}, "config field split = \"eval\""
+
+
 def describe_taskset(module_name: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
-    """What hub_env.json records for a v1 taskset; ConfigError when it has no reward or no task."""
+    """What hub_env.json records for a v1 taskset; ConfigError (one line: the module and the fix) when
+    it exports no Taskset or two, its task has no reward, it yields no task, or a reward raises on a probe reply."""
     taskset_class = find_taskset(module_name)
     task_class = taskset_class.task_type()
     rewards = reward_functions(task_class)
     if not rewards:
         raise ConfigError(f"taskset module '{module_name}': task {task_class.__name__} has no @vf.reward method; "
                           f"add one (RL needs a reward to train on)")
-    config_class = _config_class(taskset_class)
-    cfg = config_class(id=module_name, **(config or {}))
-    first = next(iter(taskset_class(cfg)), None)
-    if first is None:
-        raise ConfigError(f"taskset module '{module_name}': load() yielded no task with {config or {}}; check the split or size fields")
-    data = first.data
-    own = set(type(data).model_fields) - set(_task_data_fields())
+    cfg_class = config_class(taskset_class)
+    fields = sorted(set(cfg_class.model_fields) - {"id", "task", "system_prompt"})
+    train_args, eval_args, eval_from = split_args(module_name, fields, dict(config or {}))
+    tasks = load_tasks(module_name, train_args)
+    if not tasks:
+        raise ConfigError(f"taskset module '{module_name}': load() yielded no task with {train_args}; check the split or size fields")
+    first = tasks[0]
+    own = sorted(set(type(first.data).model_fields) - set(_task_data_fields()))
+    answer_field = "answer" if "answer" in own else (own[0] if own else None)
+    probes = {}
+    for reply in (*PROBE_REPLIES, str(getattr(first.data, answer_field, "")) if answer_field else "0"):
+        try:
+            trace = asyncio.run(score_reply(first, reply))
+        except Exception as e:
+            cause = e.__cause__ or e
+            raise ConfigError(
+                f"taskset module '{module_name}': a reward of task {task_class.__name__} raised on the probe reply "
+                f"{reply!r} ({_first_line(cause)}); make it return 0.0 for a reply it cannot read"
+            ) from None
+        probes[reply] = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
+    eval_rows = len(load_tasks(module_name, eval_args)) if eval_args != train_args else None  # counted, never read
     return {
         "api": API,
+        "taskset_id": module_name,
         "taskset_class": taskset_class.__name__,
         "task_class": task_class.__name__,
+        "task_module": task_class.__module__,
         "rewards": [{"name": n, "weight": w} for n, w in rewards],
         "metrics": metric_functions(task_class),
-        "config_fields": sorted(set(config_class.model_fields) - {"id", "task", "system_prompt"}),
-        "system_prompt": data.system_prompt,
-        "example_prompt": data.prompt,
-        "answer_field": "answer" if "answer" in own else (sorted(own)[0] if own else None),
-        "task_fields": sorted(own),
+        "config_fields": fields,
+        "train_args": train_args,
+        "eval_args": eval_args,
+        "eval_rows_from": eval_from,
+        "train_rows": len(tasks),
+        "eval_rows": eval_rows,
+        "system_prompt": first.data.system_prompt,
+        "example_prompt": first.data.prompt,
+        "answer_field": answer_field,
+        "task_fields": own,
+        "answer_extraction": {
+            "how": "each @vf.reward reads the reply from the trace (trace.last_message) and the ground truth from the task data",
+            "parsers": parsers_in(module_name),
+            "probe_rewards": probes,
+        },
     }
-
-
-def _config_class(taskset_class: type) -> type:
-    from verifiers.v1.configs.taskset import TasksetConfig
-    from verifiers.v1.utils.generic import concrete_type
-
-    return concrete_type(taskset_class, TasksetConfig) or TasksetConfig
 
 
 def _task_data_fields() -> list[str]:
     import verifiers.v1 as vf
 
     return list(vf.TaskData.model_fields)
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+# ---------------------------------------------------------------- in a fresh interpreter
+
+_SRC = Path(__file__).resolve().parents[2]  # the directory holding the selfimprove package
+
+
+def probe_taskset(env_module: str, env_args: dict[str, Any], python: str | None = None,
+                  timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
+    """describe_taskset(taskset_for_env(env_module), env_args), run in a fresh `python` (an install made
+    after this process started counts; a stale import does not). ConfigError with the probe's one line."""
+    request = json.dumps({"env_module": env_module, "env_args": env_args})
+    code = f"import sys; sys.path.append({str(_SRC)!r}); from selfimprove.stack.verifiers_v1 import _main; _main()"
+    env = {**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    proc = subprocess.run([python or sys.executable, "-c", code], input=request, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    lines = proc.stdout.strip().splitlines()
+    try:
+        reply = json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise ConfigError(f"probing the v1 taskset of '{env_module}' failed (exit {proc.returncode}): {last}") from None
+    if not reply.get("ok"):
+        raise ConfigError(reply["message"])
+    return reply["result"]
+
+
+def _main() -> None:
+    request = json.loads(sys.stdin.read())
+    real_stdout, sys.stdout = sys.stdout, sys.stderr  # what the env prints must not corrupt the reply
+    try:
+        result = describe_taskset(taskset_for_env(request["env_module"]), request.get("env_args") or {})
+        reply = {"ok": True, "result": result}
+    except ConfigError as e:
+        reply = {"ok": False, "message": str(e)}
+    except Exception as e:  # an env failing in a way not foreseen: one line naming it
+        reply = {"ok": False, "message": f"env module '{request['env_module']}': {_first_line(e)}"}
+    real_stdout.write(json.dumps(reply, default=str) + "\n")
+
+
+# ---------------------------------------------------------------- what the phases ask of the env API
+# (the same four names in verifiers_classic; a dialect module carries one of the two as `env_api`)
+
+
+def describe_api(env_module: str, env_args: dict[str, Any], python: str | None = None) -> tuple[str, dict | None]:
+    """(hub_env.json `api`, its `taskset` section) for the run's env.
+
+    The loop trains through the Taskset, but the round trip, decontamination and the teacher's
+    train samples still read the env through a classic `load_environment` beside it (as
+    selfimprove_arith has); an env with a Taskset only is refused here with that fix."""
+    from .detect import _source
+
+    text = _source(env_module)
+    if text is not None and not re.search(r"^def\s+load_environment\s*\(", text, re.M):
+        raise ConfigError(
+            f"env module '{env_module}' has no load_environment: a --stack v1 run trains through its Taskset, but "
+            f"selfimprove's round trip and decontamination still read the env through a classic load_environment; "
+            f"add one beside the Taskset (see selfimprove_arith), or run with --stack seed"
+        )
+    return API, probe_taskset(env_module, env_args, python)
+
+
+def real_env(hub, split: str) -> tuple[str, dict]:
+    """(taskset id, taskset config fields) of the real env's train or eval rows, from hub_env.json."""
+    if not hub.taskset:
+        raise ConfigError("hub_env.json has no 'taskset' section (introspected under the seed dialect); "
+                          "re-run `selfimprove introspect` for this --stack v1 run")
+    return hub.taskset["taskset_id"], dict(hub.taskset["eval_args" if split == "eval" else "train_args"])
+
+
+def build_env_package(project_dir: Path, package: str, dataset: Path, *, hub, origin: str,
+                      rewards_file: Path | None, rewards: list[tuple[str, float]], provenance: dict) -> Path:
+    """A v1 Taskset package over dataset.jsonl using the hub taskset's Task class by reference."""
+    from .env_package import build_taskset_package
+
+    if rewards:  # a v1 task's rewards are its methods; plugging extra ones via TaskConfig is not wired yet
+        raise ConfigError(f"custom_rewards ({', '.join(n for n, _ in rewards)}): not supported for a verifiers v1 "
+                          f"taskset yet; drop them from the weakness report (the hub task's own rewards train)")
+    ts = real_env(hub, "train")
+    return build_taskset_package(project_dir, package, dataset, hub_module=ts[0], hub_args=ts[1],
+                                 answer_field=hub.taskset.get("answer_field") or "answer", origin=origin,
+                                 provenance=provenance)

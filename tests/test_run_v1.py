@@ -1,0 +1,85 @@
+"""`selfimprove run --stack v1` end to end on CPU with the REAL engine and the example teacher:
+prime-rl main's dialect (559b44772) with the env as a verifiers v1 Taskset, bootstrap to finalize.
+
+Every config and every launch argv the run wrote is checked against the v0.8 key snapshot (the
+dialect of each is printed: `pytest -s` shows them), the real env is the hub's Taskset module and
+generated data is a v1 Taskset package whose Task class is the hub's (by reference).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TEACHER = f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher"
+# The smallest loop that still runs every phase: one iteration, then Runs A, B and C.
+SMALL = ["--model", "selfimprove/tiny-arith", "--max-iters", "2", "--steps-per-run", "4", "--batch-size", "32",
+         "--rollouts-per-example", "4", "--allow-small-batch", "--eval-examples", "50", "--budget", "30m"]
+ARMS = ["iter_0", "iter_1", "run_a", "run_b", "run_c"]
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def v1_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    runs = tmp_path_factory.mktemp("run_v1")
+    proc = subprocess.run([sys.executable, "-m", "selfimprove", "run", "selfimprove-arith", "--stack", "v1", *SMALL,
+                           "--runs-dir", str(runs), "--teacher", TEACHER, "--json"],
+                          capture_output=True, text=True, timeout=1500, cwd=REPO)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return Path(json.loads(proc.stdout)["run_dir"])
+
+
+def test_v1_run_finishes_with_the_summary(v1_run: Path) -> None:
+    run = json.loads((v1_run / "run.json").read_text())
+    assert run["stack"] == "v1" and run["status"] == "max_iters_reached" and run["phase4_errors"] == []
+    assert [r["arm"] for r in json.loads((v1_run / "metrics.json").read_text())["iters"]] == ARMS
+    assert "## Final summary" in (v1_run / "scratchpad.md").read_text()
+    hub = json.loads((v1_run / "hub_env.json").read_text())
+    assert hub["api"] == "verifiers.v1" and hub["taskset"]["taskset_id"] == "selfimprove_arith.v1"
+    assert hub["taskset"]["eval_args"] == {"split": "eval"} and hub["taskset"]["train_args"] == {"split": "train"}
+
+
+def test_every_written_config_and_argv_is_prime_rl_main(v1_run: Path) -> None:
+    from selfimprove.stack import prime_rl_v08 as v08
+    from selfimprove.stack.dialects import dialect_of_argv
+    from selfimprove.stack.prime_rl_keys import unknown_keys
+
+    tomls = sorted(p for p in v1_run.rglob("*.toml") if "prime_out" not in p.parts and p.parent.name.startswith(("iter_", "run_")))
+    assert len(tomls) == 6  # iter_0 canonical + overlay; iter_1, run_a, run_b, run_c rl.toml
+    for path in tomls:
+        data = v08.read_toml(path)
+        assert unknown_keys(data, v08.KEYS_FILE) == [], path
+        v08.validate_config(data, partial=path.name == "eval_overlay.toml")
+        print(f"{path.relative_to(v1_run)}: {v08.DIALECT}")
+    jobs = sorted(v1_run.glob("*/job.json"))
+    assert len(jobs) == len(ARMS)
+    for job in jobs:
+        argv = json.loads(job.read_text())["cmd"][1:]
+        assert dialect_of_argv(argv) is v08, job
+        v08.parse_rl_argv(argv)  # merges the files and overrides and validates them as prime-rl main would
+        print(f"{job.relative_to(v1_run)} argv: {v08.DIALECT}")
+
+
+def test_real_env_is_the_taskset_and_generated_data_a_v1_package(v1_run: Path) -> None:
+    from selfimprove.stack import prime_rl_v08 as v08
+
+    run_b = v08.read_toml(v1_run / "run_b_combined_from_base" / "rl.toml")
+    ids = [s["env"]["taskset"]["id"] for s in run_b["orchestrator"]["train"]["source"]]
+    assert ids[0] == "selfimprove_arith.v1" and ids[1].endswith("_run_b") and len(ids) == 2  # real + generated sources
+    for source in run_b["orchestrator"]["eval"]["source"]:
+        assert source["env"]["taskset"] == {"id": "selfimprove_arith.v1", "split": "eval"}
+    package = json.loads((v1_run / "iter_1" / "package.json").read_text())["package"]
+    source = (v1_run / "iter_1" / package / package / "__init__.py").read_text()
+    assert "class ArithTask" not in source and "correct_answer" not in source  # nothing of the hub copied
+    from selfimprove.stack.verifiers_v1 import find_taskset
+    from selfimprove_arith.v1 import ArithTask
+
+    importlib.invalidate_caches()
+    assert find_taskset(package).task_type() is ArithTask  # the installed package uses the hub's Task class

@@ -1,0 +1,126 @@
+"""verifiers v1 introspection (stack/verifiers_v1.py) and its record in hub_env.json.
+
+The arith env's taskset is described (API named, Task class, rewards, train/eval config, how the
+answer is read); bad taskset modules each get one line naming the module and the fix, in a fresh
+interpreter as `selfimprove introspect` runs it, and through the CLI with a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from selfimprove.errors import ConfigError
+from selfimprove.rundir import RunDir
+from selfimprove.stack.verifiers_v1 import describe_taskset, probe_taskset, taskset_for_env
+
+HEAD = "import verifiers.v1 as vf\n"
+TASK = textwrap.dedent("""
+    class D(vf.TaskData):
+        answer: str
+    class T(vf.Task[D]):
+        @vf.reward(weight=1.0)
+        async def exact(self, task, trace) -> float:
+            {body}
+    class S(vf.Taskset[T, vf.TasksetConfig]):
+        def load(self):
+            yield T(D(idx=0, prompt="1+1", answer="2"), self.config.task)
+    __all__ = ["S"]
+""")
+MODULES = {
+    "v1_none": "__all__ = ['x']\nx = 1\n",
+    "v1_two": HEAD + "class A(vf.Taskset):\n    def load(self):\n        return []\nclass B(vf.Taskset):\n"
+              "    def load(self):\n        return []\n__all__ = ['A', 'B']\n",
+    "v1_noreward": HEAD + "class T(vf.Task[vf.TaskData]):\n    pass\nclass S(vf.Taskset[T, vf.TasksetConfig]):\n"
+                   "    def load(self):\n        yield T(vf.TaskData(idx=0, prompt='1+1'), self.config.task)\n__all__ = ['S']\n",
+    # an extractor that raises on a reply it cannot read (here: any reply without digits)
+    "v1_raises": HEAD + TASK.format(body="return float(int(''.join(c for c in trace.last_message.content if c.isdigit())) == int(task.answer))"),
+    "v1_good": HEAD + TASK.format(body="return float(trace.last_message.content.strip() == task.answer)"),
+}
+SAYS = {
+    "v1_none": "env module 'v1_none' exports no verifiers v1 Taskset and has no 'v1_none.v1' module; prime-rl >= 0.8",
+    "v1_two": "taskset module 'v1_two': __all__ exports 2 Tasksets (A, B); export exactly one",
+    "v1_noreward": "taskset module 'v1_noreward': task T has no @vf.reward method; add one",
+    "v1_raises": "taskset module 'v1_raises': a reward of task T raised on the probe reply '' (ValueError",
+}
+
+
+@pytest.fixture
+def modules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name, text in MODULES.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the probe's fresh interpreter sees them too
+    return tmp_path
+
+
+def test_arith_taskset_is_described_for_hub_env():
+    d = describe_taskset(taskset_for_env("selfimprove_arith"))
+    assert d["api"] == "verifiers.v1" and d["taskset_id"] == "selfimprove_arith.v1"
+    assert (d["taskset_class"], d["task_class"], d["answer_field"]) == ("ArithTaskset", "ArithTask", "answer")
+    assert d["rewards"] == [{"name": "correct_answer", "weight": 1.0}]
+    assert (d["train_args"], d["eval_args"]) == ({"split": "train"}, {"split": "eval"})
+    assert (d["train_rows"], d["eval_rows"]) == (20000, 1000)  # eval counted, never read
+    parser = d["answer_extraction"]["parsers"][0]
+    assert (parser["class"], parser["fields"], parser["answer_field"]) == ("XMLParser", ["answer"], "answer")
+    assert d["answer_extraction"]["probe_rewards"][""] == {"correct_answer": 0.0}
+
+
+def test_a_module_that_is_its_own_taskset(modules: Path):
+    assert taskset_for_env("v1_good") == "v1_good"
+    d = describe_taskset("v1_good")
+    assert d["eval_args"] == d["train_args"] == {} and d["eval_rows"] is None and d["answer_extraction"]["parsers"] == []
+
+
+@pytest.mark.parametrize("module", sorted(SAYS))
+def test_bad_taskset_modules_get_one_line_in_the_probe(modules: Path, module: str):
+    with pytest.raises(ConfigError) as e:
+        probe_taskset(module, {})
+    assert SAYS[module] in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_classic_module_without_a_v1_wrapper_is_named(modules: Path):
+    (modules / "classic_only.py").write_text("def load_environment(**kw):\n    return None\n")
+    with pytest.raises(ConfigError, match=r"env module 'classic_only' exports no verifiers v1 Taskset and has no "
+                                          r"'classic_only.v1' module; .*#3226.*--stack seed"):
+        taskset_for_env("classic_only")
+
+
+def test_introspect_v1_run_records_the_api_in_hub_env(new_run, cli):
+    run = new_run("selfimprove-arith", "--stack", "v1")
+    res = cli("introspect", "--run-dir", run)
+    assert res.exit_code == 0, res.stderr
+    hub = json.loads(RunDir(run).hub_env_json.read_text())
+    assert hub["api"] == "verifiers.v1" and hub["taskset"]["task_class"] == "ArithTask"
+    assert hub["parser_class"] == "XMLParser"  # the classic probe's fields stay (the env has both APIs)
+    assert "trained through verifiers.v1: taskset `selfimprove_arith.v1`" in RunDir(run).read_scratchpad()
+
+
+def test_introspect_refuses_a_raising_reward_with_exit_1(new_run, cli, modules: Path, monkeypatch: pytest.MonkeyPatch):
+    """A classic env whose v1 wrapper's reward raises: introspect exits 1 with the one line, writes no hub_env.json."""
+    pkg = modules / "arith_like"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text(
+        "import verifiers as vf\nfrom datasets import Dataset\n__all__ = ['load_environment']\n"
+        "def load_environment(**kw):\n    rows = Dataset.from_list([{'question': '1+1', 'answer': '2'}])\n"
+        "    return vf.SingleTurnEnv(dataset=rows, eval_dataset=rows, rubric=vf.Rubric(funcs=[lambda completion, answer, **k: 0.0]))\n")
+    (pkg / "v1.py").write_text(MODULES["v1_raises"])
+    run = new_run("arith-like", "--stack", "v1")
+    res = cli("introspect", "--run-dir", run)
+    assert res.exit_code == 1
+    assert "taskset module 'arith_like.v1': a reward of task T raised" in " ".join(res.stderr.split())
+    assert not RunDir(run).hub_env_json.exists()
+
+
+def test_introspect_refuses_a_taskset_only_env_with_the_fix(new_run, cli, modules: Path):
+    """The round trip and decontamination still read the env through load_environment: one line saying so."""
+    (modules / "ts_only.py").write_text(MODULES["v1_good"])
+    run = new_run("ts-only", "--stack", "v1")
+    res = cli("introspect", "--run-dir", run)
+    assert res.exit_code == 1
+    err = " ".join(res.stderr.split())
+    assert "env module 'ts_only' has no load_environment" in err and "add one beside the Taskset" in err
+    assert not RunDir(run).hub_env_json.exists()
