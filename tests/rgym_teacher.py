@@ -83,8 +83,10 @@ from pathlib import Path
 
 import si_reasoning_gym as env
 from selfimprove.gates.dedup import template_signature
+from selfimprove.gates.ngram_hash import question_hashes
+from selfimprove.gates.provenance import copy_key
 
-ITERATION = {iteration}
+SEED = {seed}
 TASKS = {tasks!r}
 PER_BUCKET = {per_bucket}
 PRIOR = {prior!r}
@@ -128,11 +130,27 @@ def numbers(task, entry, answer):
 
 # Never generate what the engine evaluates or trains on (the env's default train rows: the first
 # eval_examples of them are what verifiers evaluates, there being no eval split), a failed prompt,
-# or an earlier iteration's question.
-banned = {{r["question"] for r in env.make_rows(300, seed=0)}}
+# or an earlier iteration's question. Compared the way the gates compare: tokens without case and
+# punctuation, and word 8-grams (two shuffles of one sentence can differ only in where a quote
+# mark sits); a text task's answer is banned too (a new shuffle of an evaluated sentence is still
+# that sentence).
+train = env.make_rows(300, seed=0)
 failed = [json.loads(ln) for ln in open("failures.jsonl") if ln.strip()]
-banned |= {{f["question"] for f in failed}} | set(PRIOR)
+banned = [r["question"] for r in train] + [f["question"] for f in failed] + PRIOR
+banned_keys = {{copy_key(q) for q in banned}}
 banned_sigs = {{template_signature(q) for q in banned}}
+banned_grams = {{h for q in banned for h in question_hashes(q)}}
+banned_answers = {{(r["info"]["task"], r["answer"].casefold()) for r in train if r["info"]["task"] != "letter_counting"}}
+
+
+def is_banned(row):
+    q = row["question"]
+    grams = question_hashes(q)
+    return (copy_key(q) in banned_keys or template_signature(q) in banned_sigs
+            or (row["info"]["task"], row["answer"].casefold()) in banned_answers
+            or sum(h in banned_grams for h in grams) >= 0.25 * len(grams))
+
+
 PREFIXES = {{"spell_backward": "Spell backward:", "letter_counting": "Count the letter",
             "sentence_reordering": "Reorder the words:"}}
 origins = {{}}
@@ -142,16 +160,18 @@ for f in failed:
             origins.setdefault(task, []).append((f["step"], f["idx"]))
 
 rows = []
-fresh = env.make_rows(2400, seed=1000 * ITERATION + 7)
+taken = set()
+fresh = env.make_rows(3000, seed=SEED)
 for task, (domain, subs, key, cut) in TASKS.items():
     cells = {{0: [], 1: []}}
     for r in fresh:
-        if r["info"]["task"] != task or r["question"] in banned or template_signature(r["question"]) in banned_sigs:
+        if r["info"]["task"] != task or is_banned(r) or copy_key(r["question"]) in taken:
             continue
         entry = json.loads(r["info"]["entry"])
         cell = cells[int(entry["metadata"][key] > cut)]
-        if len(cell) < PER_BUCKET and r["question"] not in {{c[0]["question"] for c in cell}}:
+        if len(cell) < PER_BUCKET:
             cell.append((r, entry))
+            taken.add(copy_key(r["question"]))
     for s, cell in cells.items():
         assert len(cell) == PER_BUCKET, (task, s, len(cell))
         ranked = sorted(range(PER_BUCKET), key=lambda i: (cell[i][1]["metadata"][key], i))
@@ -184,8 +204,12 @@ with open("dataset.jsonl", "w") as f:
 
 
 class RgymTeacher:
+    def __init__(self) -> None:
+        self.calls: Counter = Counter()  # per iteration: a re-call (gate feedback) draws fresh seeds
+
     def write(self, ctx) -> None:
         it = Path(ctx.iter_dir)
+        self.calls[ctx.iteration] += 1
         front = report(ctx)
         (it / "weakness_report.md").write_text(
             "---\n" + yaml.safe_dump(front, sort_keys=False) + "---\n\n# Weakness report\n\n"
@@ -197,7 +221,7 @@ class RgymTeacher:
             if ds.is_file():
                 prior += [json.loads(ln)["question"] for ln in ds.read_text().splitlines() if ln.strip()]
         tasks = {t: (label, subs, key, cut) for t, (label, _kind, subs, key, cut) in TASKS.items()}
-        (it / "gen_dataset.py").write_text(GENERATOR.format(iteration=ctx.iteration, tasks=tasks,
+        (it / "gen_dataset.py").write_text(GENERATOR.format(seed=1000 * ctx.iteration + 100 * self.calls[ctx.iteration] + 7, tasks=tasks,
                                                             per_bucket=ROWS_PER_BUCKET, prior=prior), encoding="utf-8")
         ctx.fill_scratchpad(
             {1: "Rewards are near zero on all three reasoning-gym tasks: the arithmetic student does not know them.",
