@@ -280,3 +280,35 @@ def test_summary_names_the_split_and_the_accuracy_rule_it_used(run):
     table = build_table(run)
     assert {r["eval_split"] for r in table["rows"]} == {"train (no eval split)"}
     assert table["accuracy_rule"].startswith("eval_acc = share of eval examples with reward >= 0.5")
+
+
+def _train_rollouts(arm_dir: Path, groups_per_step: list[list[list[float]]]) -> None:
+    """Seed-layout train rollouts: one list of groups (rewards of one prompt's rollouts) per step 1, 2, ..."""
+    for step, groups in enumerate(groups_per_step, 1):
+        d = arm_dir / "prime_out" / "run_default" / "rollouts" / f"step_{step}"
+        d.mkdir(parents=True)
+        lines = [json.dumps({"env_name": "e", "example_id": step * 100 + i, "reward": r})
+                 for i, g in enumerate(groups) for r in g]
+        (d / "train_rollouts.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_a_format_floor_in_a_few_groups_is_near_zero_signal(tmp_path):
+    """Measured on reasoning-gym with the arithmetic student: 2 of 32 groups spread by a 0.05 format
+    floor. Some spread, nothing to learn: NO SIGNAL. A student solving one prompt in ~40 has signal."""
+    from selfimprove.phases.signal import NEAR_ZERO_GROUP_SD
+
+    rd = RunDir(tmp_path / "floor")
+    floor = [[[0.0] * 4] * 8] * 4
+    floor[0] = [[0.0, 0.0, 0.0, 0.05]] + [[0.0] * 4] * 7
+    floor[2] = [[0.05, 0.0, 0.0, 0.0]] + [[0.0] * 4] * 7
+    _train_rollouts(rd.iter(0).dir, floor)
+    sig = learning_signal(rd.iter(0))
+    assert sig["train_groups_with_spread"] == 2 and sig["train_groups"] == 32
+    assert sig["train_mean_group_reward_sd"] < NEAR_ZERO_GROUP_SD and sig["has_signal"] is False
+
+    rd = RunDir(tmp_path / "weak")
+    weak = [[[0.0] * 4] * 8] * 5
+    weak[1] = [[1.0, 0.0, 0.0, 0.0]] + [[0.0] * 4] * 7  # 1 correct rollout in 160
+    _train_rollouts(rd.iter(0).dir, weak)
+    sig = learning_signal(rd.iter(0))
+    assert sig["train_mean_group_reward_sd"] >= NEAR_ZERO_GROUP_SD and sig["has_signal"] is True

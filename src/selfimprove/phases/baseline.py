@@ -41,7 +41,7 @@ from ..ui import console
 from .bootstrap import check_init_from
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
-from .signal import NO_SIGNAL_VERDICT, learning_signal
+from .signal import NEAR_ZERO_GROUP_SD, NO_SIGNAL_VERDICT, learning_signal
 
 CANONICAL_COPY = "canonical_rl.toml"  # iter_0/: the config iter_0 trained with
 
@@ -99,7 +99,8 @@ def check_learning_signal(rd: RunDir, arm: ArmDir, allow: bool, quiet: bool) -> 
     if signal.get("has_signal"):
         return signal
     evidence = (f"{signal['train_groups_with_spread']}/{signal['train_groups']} prompt groups of train steps "
-                f"{signal['train_steps'] or 'none'} have any reward spread; step-0 eval reward sd "
+                f"{signal['train_steps'] or 'none'} have any reward spread, mean group reward sd "
+                f"{signal.get('train_mean_group_reward_sd')} (near zero below {NEAR_ZERO_GROUP_SD}); step-0 eval reward sd "
                 f"{signal['eval_step0_reward_sd']} over {signal['eval_step0_examples']} examples")
     if not signal.get("allowed"):
         raise NoLearningSignal(f"iter_0: {NO_SIGNAL_VERDICT} ({evidence}); recorded in {rd.run_json} learning_signal; "

@@ -216,7 +216,8 @@ def _no_signal(rd: RunDir) -> str | None:
     signal = rd.read_run().learning_signal or {}
     if signal and not signal.get("has_signal", True):
         return (f"{NO_SIGNAL_VERDICT} (iter_0: {signal.get('train_groups_with_spread')}/{signal.get('train_groups')} "
-                "train prompt groups with any reward spread; continued with --allow-no-signal, so no figure "
+                f"train prompt groups with any reward spread, mean group reward sd {signal.get('train_mean_group_reward_sd')}; "
+                "continued with --allow-no-signal, so no figure "
                 "below is evidence of learning)")
     return None
 
