@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from selfimprove.errors import SelfImproveError, TeacherActionNeeded
+from selfimprove.errors import PhaseOrderError, SelfImproveError, TeacherActionNeeded
 from selfimprove.models import IterRecord
 from selfimprove.phases import compare as compare_mod
 from selfimprove.phases.compare import compare, pick_best
@@ -166,8 +166,11 @@ def test_two_seeds_compare_killed_between_replicates_resumes(run: RunDir, monkey
 
 
 def test_compare_refuses_while_phase3_runs(run: RunDir) -> None:
-    with pytest.raises(SelfImproveError, match="still 'running'"):
+    """A phase-order refusal (exit 5, README), raised before the lock: the run dir is left as it was."""
+    before = tree_digest(run.root)
+    with pytest.raises(PhaseOrderError, match="still 'running'"):
         compare(run, quiet=True)
+    assert tree_digest(run.root) == before
 
 
 def test_finalize_after_budget_exhausted(run: RunDir) -> None:

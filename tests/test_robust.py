@@ -137,6 +137,7 @@ def teacher_file(tmp_path: Path, body: str) -> str:
     ("class Teacher:\n    def write(self, ctx)\n        pass\n", "SyntaxError"),
     ("import no_such_module_xyz\nclass Teacher: pass\n", "ModuleNotFoundError"),
     ("class Teacher:\n    def __init__(self):\n        raise KeyError('api key')\n", "KeyError"),
+    ("import sys\nsys.exit(7)\n", "SystemExit"),  # used to end the CLI with exit 7 and no message
 ])
 def test_teacher_that_does_not_load_is_one_line(new_run, cli, tmp_path: Path, body: str, words: str) -> None:
     err = one_line_error(cli("run", "--run-dir", new_run(), "--teacher", teacher_file(tmp_path, body)))
@@ -156,6 +157,32 @@ def test_teacher_whose_write_raises_is_one_line_with_a_log(tmp_path: Path) -> No
     assert "RuntimeError" in (tmp_path / "teacher_error.log").read_text()
 
 
+def test_teacher_whose_write_calls_sys_exit_is_one_line_with_a_log(tmp_path: Path) -> None:
+    from selfimprove.teacher import TeacherContext, call_teacher
+
+    ctx = TeacherContext(iteration=1, iter_dir=tmp_path, run_dir=tmp_path, failures_path=tmp_path / "f.jsonl",
+                         analysis={}, hub_env={})
+    with pytest.raises(TeacherError, match=r"write\(\) raised SystemExit: 3 .*re-run"):
+        call_teacher(lambda ctx: sys.exit(3), ctx)
+
+
+@pytest.mark.parametrize("name, damage", [("analysis.json", b'{"eval_acc_pr'), ("hub_env.json", b"[]"),
+                                          ("analysis.json", b"\xff\xfe{}")])
+def test_teacher_context_names_a_damaged_input(tmp_path: Path, name: str, damage: bytes) -> None:
+    """`selfimprove run` builds the teacher's context from analysis.json and hub_env.json: damaged, each is
+    one line naming the file and the fix (it was an 'unexpected JSONDecodeError' bug line)."""
+    from selfimprove.errors import RunDirError
+    from selfimprove.teacher import make_context
+
+    it = tmp_path / "iter_1"
+    it.mkdir()
+    (it / "analysis.json").write_text("{}")
+    (tmp_path / "hub_env.json").write_text("{}")
+    (it / name if name == "analysis.json" else tmp_path / name).write_bytes(damage)
+    with pytest.raises(RunDirError, match=rf"{name}: .*(re-run|delete|restore)"):
+        make_context(RunDir(tmp_path), 1)
+
+
 def test_default_teacher_is_found_from_any_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The default --teacher (examples/arith_teacher.py) is resolved from the install, not the cwd."""
     from selfimprove.teacher import load_teacher
@@ -171,6 +198,9 @@ def test_default_teacher_is_found_from_any_cwd(tmp_path: Path, monkeypatch: pyte
     (["x" * 230], "230 characters, at most"),
     (["selfimprove-arith", "--model", "selfimprove/tiny-arithh"], "no such built-in student"),
     (["selfimprove-arith", "--model", "Qwen/Qwen3-0.6B", "--engine", "local"], "does not download hub models"),
+    (["selfimprove-arith", "--config", str(REPO / "README.md")], "--config"),  # not TOML: baseline would fail later
+    (["selfimprove-arith", "--env-args", '{"n": NaN}'], "NaN is not JSON"),
+    (["selfimprove-arith", "--rollouts-per-example", "1"], "must be >= 2"),  # GRPO: every advantage 0
 ])
 def test_bootstrap_refuses_before_any_job(cli, runs_dir: Path, args: list[str], words: str) -> None:
     err = one_line_error(cli("bootstrap", *args, "--runs-dir", runs_dir))
@@ -188,6 +218,34 @@ def test_bootstrap_refuses_a_misspelt_env(cli, runs_dir: Path) -> None:
 
 
 # ---------------------------------------------------------------- the generator
+
+
+@pytest.mark.parametrize("phase", ["baseline", "iterate", "compare"])
+@pytest.mark.parametrize("flags, words", [(["--cap-hours", "-1"], "--cap-hours -1.0: must be"),
+                                          (["--cap-hours", "nan"], "--cap-hours nan: must be"),
+                                          (["--restart", "--resume"], "--restart and --resume: give one")])
+def test_job_flags_are_refused_before_anything_runs(new_run, cli, monkeypatch: pytest.MonkeyPatch, phase: str,
+                                                    flags: list[str], words: str) -> None:
+    """These were accepted: baseline launched a job with them (a negative cap)."""
+    from loop_helpers import FAKE, tree_digest
+
+    monkeypatch.setenv("SELFIMPROVE_RL_CMD", f"{sys.executable} {FAKE}")  # old code trained: never the real engine
+    monkeypatch.setenv("FAKE_RL_STEP_S", "0.001")
+    run_dir = new_run()
+    before = tree_digest(run_dir)
+    res = cli(phase, "--run-dir", run_dir, *flags)
+    assert res.exit_code == 2 and words in one_line_error(res)
+    assert tree_digest(run_dir) == before
+
+
+def test_a_non_utf8_dataset_is_counted_not_a_crash(tmp_path: Path) -> None:
+    """generate() counts the rows of whatever the generator wrote; a non-UTF-8 file was an
+    'unexpected UnicodeDecodeError' there, before the dataset gate could name its lines."""
+    from selfimprove.stack.env_package import count_rows
+
+    ds = tmp_path / "dataset.jsonl"
+    ds.write_bytes(b"\xff\xfe{}\n" * 3 + b"\n" + b'{"a": 1}\n')
+    assert count_rows(ds) == 4
 
 
 def test_gen_timeout_must_be_positive(new_run, cli) -> None:

@@ -124,6 +124,21 @@ def read_json_object(path: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
+def require_json_object(path: Path, fix: str) -> dict:
+    """An input file that must be a JSON object (analysis.json, hub_env.json for a teacher): its dict,
+    or a one-line RunDirError naming the file and `fix` when it is missing, not UTF-8, not JSON or not an object."""
+    path = Path(path)
+    if not path.is_file():
+        raise RunDirError(f"{path}: file not found; {fix}")
+    try:
+        data = json.loads(read_utf8(path))
+    except json.JSONDecodeError as e:
+        raise RunDirError(f"{path}: not valid JSON (line {e.lineno}: {e.msg}); {fix}") from None
+    if not isinstance(data, dict):
+        raise RunDirError(f"{path}: expected a JSON object, found {type(data).__name__}; {fix}")
+    return data
+
+
 def read_model(path: Path, cls: type[M]) -> M:
     """Read a JSON file through its model; errors name the file and the first bad field."""
     path = Path(path)

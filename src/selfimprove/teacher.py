@@ -25,7 +25,6 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
-import json
 import sys
 import traceback
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from typing import Any, Callable, Protocol
 
 from .errors import SelfImproveError, TeacherError, UsageError
 from .resources import project_file
-from .rundir import RunDir
+from .rundir import RunDir, require_json_object
 from .scratchpad import fill_teacher_sections
 
 
@@ -72,8 +71,10 @@ def make_context(rd: RunDir, n: int, feedback: str | None = None) -> TeacherCont
         iter_dir=it.dir,
         run_dir=rd.root,
         failures_path=it.dir / "failures.jsonl",
-        analysis=json.loads((it.dir / "analysis.json").read_text(encoding="utf-8")),
-        hub_env=json.loads(rd.hub_env_json.read_text(encoding="utf-8")),
+        analysis=require_json_object(it.dir / "analysis.json",
+                                     f"delete {it.dir / 'skeletons.json'} and re-run `selfimprove run --run-dir {rd.root}` "
+                                     "to redo the analysis"),
+        hub_env=require_json_object(rd.hub_env_json, f"re-run `selfimprove introspect --run-dir {rd.root}`"),
         prior_iterations=[rd.iter(k).dir for k in range(1, n)],
         feedback=feedback,
         scratchpad_path=rd.scratchpad,
@@ -107,7 +108,7 @@ def call_teacher(write: Callable[[TeacherContext], None], ctx: TeacherContext) -
     full traceback in iter_N/teacher_error.log (the run resumes after the teacher is fixed)."""
     try:
         write(ctx)
-    except Exception as e:  # noqa: BLE001  (the teacher is user code)
+    except (Exception, SystemExit) as e:  # noqa: BLE001  (the teacher is user code; sys.exit() too)
         log = ctx.iter_dir / "teacher_error.log"
         with contextlib.suppress(OSError):
             log.write_text(traceback.format_exc(), encoding="utf-8")
@@ -136,7 +137,7 @@ def load_teacher(spec: str) -> Callable[[TeacherContext], None]:
         sys.modules[mod_name] = module
         try:
             module_spec.loader.exec_module(module)  # type: ignore[union-attr]
-        except Exception as e:  # noqa: BLE001  (a syntax error, a failed import, any error at import time)
+        except (Exception, SystemExit) as e:  # noqa: BLE001  (a syntax error, a failed import, sys.exit() at import)
             sys.modules.pop(mod_name, None)
             raise TeacherError(f"--teacher '{spec}': {path} failed to load: {_where(e, path)}; fix the file") from None
     else:
@@ -144,7 +145,7 @@ def load_teacher(spec: str) -> Callable[[TeacherContext], None]:
             module = importlib.import_module(target)
         except ImportError as e:
             raise UsageError(f"--teacher '{spec}': cannot import {target} ({e}); is it on PYTHONPATH?") from None
-        except Exception as e:  # noqa: BLE001
+        except (Exception, SystemExit) as e:  # noqa: BLE001
             raise TeacherError(f"--teacher '{spec}': module {target} failed to load: {_where(e, None)}; fix it") from None
     obj = getattr(module, attr, None)
     if obj is None:
@@ -152,7 +153,7 @@ def load_teacher(spec: str) -> Callable[[TeacherContext], None]:
     if isinstance(obj, type):
         try:
             obj = obj()
-        except Exception as e:  # noqa: BLE001
+        except (Exception, SystemExit) as e:  # noqa: BLE001
             raise TeacherError(f"--teacher '{spec}': {attr}() raised {_where(e, None)}; fix its constructor") from None
     write = getattr(obj, "write", obj)
     if not callable(write):

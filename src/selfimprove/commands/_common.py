@@ -17,7 +17,7 @@ import typer
 
 from rich.markup import escape
 
-from ..errors import SelfImproveError, TeacherActionNeeded
+from ..errors import SelfImproveError, TeacherActionNeeded, UsageError
 from ..ui import console, out
 
 RunDirOpt = Annotated[
@@ -105,6 +105,15 @@ def _report_bug(e: Exception, run_dir: Any, module: str) -> None:
     _error_line("[red]error:[/red]", f"unexpected {type(e).__name__}: {first} ({where}); "
                 "re-run the same command to resume, and report this if it repeats")
     raise typer.Exit(1) from None
+
+
+def check_job_flags(restart: bool, resume: bool, cap_hours: float | None) -> None:
+    """Flags of the commands that launch training jobs, refused before anything runs (exit 2)."""
+    if restart and resume:
+        raise UsageError("--restart and --resume: give one of them (--resume continues from the last "
+                         "checkpoint, --restart starts the arm over)")
+    if cap_hours is not None and not cap_hours > 0:  # also refuses nan
+        raise UsageError(f"--cap-hours {cap_hours}: must be a number of hours > 0 (default: 2)")
 
 
 def print_json(obj: Any) -> None:

@@ -11,7 +11,7 @@ from ..phases.baseline import run_baseline
 from ..rundir import RunDir
 from ..scratchpad import fmt_acc
 from ..ui import out, phase_line
-from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
+from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
 
 
 @cli_errors
@@ -45,6 +45,7 @@ def command(
         selfimprove baseline --run-dir $RUN_DIR --json      # quiet, for agents
         selfimprove baseline --run-dir $RUN_DIR --resume    # after a crash
     """
+    check_job_flags(restart, resume, cap_hours)
     rd = RunDir(run_dir)
     cfg = rd.require().read_run()
     if not json_:  # before Phase 3 the budget clock has not started: the line says so

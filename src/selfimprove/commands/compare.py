@@ -9,7 +9,7 @@ import typer
 from ..phases.compare import compare
 from ..rundir import RunDir
 from ..ui import out, phase_line
-from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
+from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
 
 
 @cli_errors
@@ -37,6 +37,7 @@ def command(
         selfimprove compare --run-dir $RUN_DIR
         selfimprove compare --run-dir $RUN_DIR --seeds 3
     """
+    check_job_flags(restart, resume, cap_hours)
     rd = RunDir(run_dir)
     cfg = rd.require().read_run()
 

@@ -10,7 +10,7 @@ from ..errors import UsageError
 from ..phases.iterate import iterate
 from ..rundir import RunDir
 from ..ui import out, phase_line
-from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
+from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
 
 
 @cli_errors
@@ -40,6 +40,7 @@ def command(
     """
     if not gen_timeout > 0:  # also refuses nan
         raise UsageError(f"--gen-timeout {gen_timeout}: must be a number of seconds > 0")
+    check_job_flags(restart, resume, cap_hours)
     rd = RunDir(run_dir)
     rd.require()
 

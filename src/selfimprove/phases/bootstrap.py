@@ -19,6 +19,7 @@ import shutil
 import sys
 import tempfile
 import time
+import tomllib
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import PackageNotFoundError, version
@@ -88,13 +89,27 @@ def parse_budget(text: str) -> int:
     return seconds
 
 
+def check_toml(path: Path, flag: str) -> None:
+    """A config given on the command line must parse before any run dir exists (refused, exit 2)."""
+    try:
+        tomllib.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise UsageError(f"{flag}: not UTF-8 text; save it as UTF-8 TOML or drop {flag.split()[0]}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UsageError(f"{flag}: not valid TOML ({e}); fix the file or drop {flag.split()[0]}") from None
+
+
+def _no_json_constant(name: str) -> Any:
+    raise UsageError(f"--env-args: {name} is not JSON (Python's json module would accept it); use a number or null")
+
+
 def parse_env_args(value: str | dict | None) -> dict[str, Any]:
     if value is None or value == "":
         return {}
     if isinstance(value, dict):
         return value
     try:
-        parsed = json.loads(value)
+        parsed = json.loads(value, parse_constant=_no_json_constant)
     except json.JSONDecodeError as e:
         raise UsageError(f"--env-args: not valid JSON ({e.msg} at char {e.pos}); pass an object like '{{\"num_train_examples\": 1000}}'") from None
     if not isinstance(parsed, dict):
@@ -112,8 +127,9 @@ def resolve_engine(engine: str, model: str) -> EngineName:
 
 
 def check_batch(batch_size: int, rollouts_per_example: int, allow_small: bool) -> None:
-    if rollouts_per_example < 1:
-        raise UsageError(f"--rollouts-per-example {rollouts_per_example}: must be >= 1")
+    if rollouts_per_example < 2:
+        raise UsageError(f"--rollouts-per-example {rollouts_per_example}: must be >= 2 (GRPO scores each rollout "
+                         "against the others of its prompt; with one, every advantage is 0)")
     if batch_size < 1 or batch_size % rollouts_per_example:
         raise UsageError(
             f"--batch-size {batch_size}: must be a positive multiple of rollouts_per_example ({rollouts_per_example}); "
@@ -275,6 +291,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         p = Path(opts.config).expanduser().resolve()
         if not p.is_file():
             raise UsageError(f"--config {opts.config}: file not found")
+        check_toml(p, f"--config {opts.config}")
         config = str(p)
 
     hub_id = opts.hub_id or f"primeintellect/{opts.dataset}"

@@ -241,11 +241,7 @@ def compare(
     require_phase_order(rd, "compare")
     with rd.lock("compare"):
         cfg = rd.read_run()
-        if cfg.status == "running":
-            raise SelfImproveError(
-                f"{rd.run_json}: status is still 'running'; Phase 4 starts after Phase 3 ends "
-                f"(re-run `selfimprove iterate --run-dir {rd.root}` until the budget or max_iters gate fires)"
-            )
+        require_phase_order(rd, "compare")  # again under the lock: Phase 3 may have been running
         best = pick_best(rd.read_metrics().iters)
         if best is None:
             raise SelfImproveError("no iteration >= 1 finished; there is no best dataset to compare (run iterate first)")

@@ -49,3 +49,8 @@ def require_phase_order(rd: RunDir, phase: Phase) -> None:
             f"{rd.iter(0).eval_summary}: missing; `{phase}` needs iter_0 first: run "
             f"`selfimprove {first} --run-dir {root}`" + (" then baseline" if first == "introspect" else "")
         )
+    if phase == "compare" and cfg.status == "running":
+        raise PhaseOrderError(
+            f"{rd.run_json}: status is still 'running'; Phase 4 starts after Phase 3 ends "
+            f"(re-run `selfimprove iterate --run-dir {root}` until the budget or max_iters gate fires)"
+        )

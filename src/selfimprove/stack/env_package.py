@@ -49,7 +49,9 @@ def file_sha256(path: Path) -> str:
 
 
 def count_rows(path: Path) -> int:
-    with open(path, encoding="utf-8") as f:
+    """Non-blank lines, read as bytes: a file that is not UTF-8 is counted here and refused by the
+    dataset gate with its line numbers, never a UnicodeDecodeError."""
+    with open(path, "rb") as f:
         return sum(1 for line in f if line.strip())
 
 
