@@ -126,6 +126,9 @@ def one_line_error(res) -> str:
         (["--init-from", "relative/run"], 2, "must be an absolute path"),
         (["--init-from", "/nonexistent/prior-run"], 2, "directory not found"),
         (["--config", "/nonexistent/rl.toml"], 2, "file not found"),
+        (["--batch-size", str(10**15)], 2, "at most 1048576 rollouts per step"),
+        (["--hub-id", "a b/c d"], 2, "--hub-id 'a b/c d': expected owner/name"),
+        (["--hub-id", "owner/env;rm"], 2, "--hub-id 'owner/env;rm'"),
     ],
 )
 def test_bad_flags_one_line_nothing_written(cli, runs_dir, args, code, needle):
@@ -242,6 +245,7 @@ def test_run_dir_missing_or_without_run_json(cli, tmp_path, command):
         (lambda d: json.dumps({k: v for k, v in d.items() if k != "model"}), "field 'model'"),
         (lambda d: json.dumps({**d, "status": "paused"}), "field 'status'"),
         (lambda d: json.dumps({**d, "surprise": 1}), "field 'surprise'"),
+        (lambda d: json.dumps({**d, "budget_seconds": -1}), "field 'budget_seconds'"),
         (lambda d: json.dumps({**d, "schema_version": 99}), "newer than this selfimprove"),
     ],
 )

@@ -52,6 +52,20 @@ def test_non_utf8_weakness_report_is_a_gate_rule(tmp_path: Path) -> None:
         iteration_steps.report_gate(RunDir(tmp_path), it, 1)
 
 
+def test_non_utf8_scratchpad_at_the_report_gate_writes_nothing(tmp_path: Path) -> None:
+    """Found by bench/hostile.py: a non-UTF-8 scratchpad.md passed the report gate's lenient read,
+    report_gate.json was written, and the run failed later. Now the gate refuses it first."""
+    from selfimprove.errors import RunDirError
+
+    it = ArmDir(tmp_path, "iter_1")
+    it.dir.mkdir()
+    write_teacher_files(it.dir, notes=False)
+    (tmp_path / "scratchpad.md").write_bytes(b"# run\n\xff\xfe broken\n")
+    with pytest.raises(RunDirError, match="scratchpad.md: not UTF-8"):
+        iteration_steps.report_gate(RunDir(tmp_path), it, 1)
+    assert not (it.dir / "report_gate.json").exists()
+
+
 def test_step_records_of_the_wrong_top_level_type_mean_step_not_done(tmp_path: Path) -> None:
     """A step record that is a JSON list (not an object) counts as "step not done": redone, no traceback."""
     it = ArmDir(tmp_path, "iter_1")

@@ -58,7 +58,7 @@ class RunConfig(FileModel):
     hub_id: str  # the real environment: a hub slug owner/name, or a locally importable env id
     model: str  # student model id (HF id or local dir), used verbatim as [model] name
     start_ts: float  # unix seconds at bootstrap (the run's start; NOT the budget clock)
-    budget_seconds: int  # Phase 3 wall-clock cap, measured from phase3_start_ts; Phase 4 runs after, on its own time
+    budget_seconds: int = Field(gt=0)  # Phase 3 wall-clock cap, measured from phase3_start_ts; Phase 4 runs after, on its own time
     max_iters: int  # total iterations including iter_0
     batch_size: int  # TOTAL rollouts per step (unique prompts x rollouts_per_example)
     init_from: str | None = None  # prior run dir reused as iter_0 (Phase 2A), or null

@@ -130,6 +130,9 @@ def check_batch(batch_size: int, rollouts_per_example: int, allow_small: bool) -
     if rollouts_per_example < 2:
         raise UsageError(f"--rollouts-per-example {rollouts_per_example}: must be >= 2 (GRPO scores each rollout "
                          "against the others of its prompt; with one, every advantage is 0)")
+    if batch_size > MAX_BATCH_SIZE:
+        raise UsageError(f"--batch-size {batch_size}: at most {MAX_BATCH_SIZE} rollouts per step; "
+                         "it is the TOTAL per step (unique prompts x rollouts per example)")
     if batch_size < 1 or batch_size % rollouts_per_example:
         raise UsageError(
             f"--batch-size {batch_size}: must be a positive multiple of rollouts_per_example ({rollouts_per_example}); "
@@ -213,6 +216,12 @@ _DATASET_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 # generated env packages (<dataset>_run_b_combined-<ver>.dist-info and the like); file names
 # stop at 255 bytes, so the longest of these must fit with room to spare.
 MAX_DATASET_CHARS = 120
+# A hub slug (owner/name, optional @version) or a locally importable env id: it becomes a
+# module name, a package dependency and a path, so no spaces or shell characters.
+_HUB_ID_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.-]*(@[A-Za-z0-9_.+-]+)?$")
+# Rollouts per step: far above any GPU run's (prime-rl's examples use <= 8192), low enough that
+# a typo (an extra 0 or ten) is caught here instead of as an out-of-memory crash in the engine.
+MAX_BATCH_SIZE = 1 << 20
 
 
 def _installed_modules() -> set[str]:
@@ -265,6 +274,9 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     if len(opts.dataset) > MAX_DATASET_CHARS:
         raise UsageError(f"dataset '{opts.dataset[:40]}...': {len(opts.dataset)} characters, at most {MAX_DATASET_CHARS} "
                          "(it names the run dir and the generated packages); use a shorter name and --hub-id for the real id")
+    if opts.hub_id is not None and not _HUB_ID_RE.match(opts.hub_id):
+        raise UsageError(f"--hub-id '{opts.hub_id}': expected owner/name (optionally @version) or an importable env id, "
+                         "with letters, digits, '-', '_' or '.' only")
     budget_seconds = parse_budget(opts.budget)
     if opts.max_iters < 1:
         raise UsageError(f"--max-iters {opts.max_iters}: must be >= 1 (iter_0 counts)")

@@ -129,8 +129,10 @@ def report_gate(rd: RunDir, it: ArmDir, n: int) -> WeaknessReport:
 
 
 def scratchpad_gate(rd: RunDir, n: int) -> GateReport:
-    """Rule `scratchpad_placeholder`: the sections the teacher writes may not stay placeholders."""
-    text = rd.scratchpad.read_text(encoding="utf-8", errors="replace") if rd.scratchpad.is_file() else ""
+    """Rule `scratchpad_placeholder`: the sections the teacher writes may not stay placeholders.
+    A scratchpad that is not UTF-8 is refused here, in one line, before report_gate.json is written
+    (read leniently, it passed this gate and failed later, after the gate had written its files)."""
+    text = rd.read_scratchpad()
     missing = unfilled_teacher_sections(text, n)
     failures = []
     if missing:
