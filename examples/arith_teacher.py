@@ -289,7 +289,7 @@ def number_traits(node) -> str:
     no 0 in operands or results at all, so a label without intermediates is constant there
     and the gate rightly fails the bucket (a fresh-clone demo did, 2026-12-02)."""
     nums, v = leaves(node), value(node)
-    working = [*nums, *(value(b) for b in ops_post(node)), v]
+    working = [*nums, *(value(b) for b in ops_post(node))]  # every intermediate result; the last one is v
     zero = "0" in "".join(str(abs(x)) for x in working)
     width = len(str(abs(v))) != max(len(str(abs(x))) for x in nums)
     repeated = len(set(nums)) < len(nums)
