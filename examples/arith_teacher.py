@@ -30,7 +30,9 @@ in the core. What it does for iteration N:
    few signal-carrying groups per step, and Adam's normalised update makes a
    few groups enough: such a structure gets RESCUE_VALUE instead of its ~0
    learnability (measured: 50 steps on real-shape rows of the two hopeless
-   kinds took `347+8` from 0.00 to 0.99, where the real mix left it at 0.00).
+   kinds took `347+8` from 0.00 to 0.99, where the real mix left it at 0.00),
+   and the drillable hopeless structures together get RESCUE_SHARE (70%) of
+   the weight, the partial ones the rest.
    When the train split has no fresh instances to drill it with, its easier
    variants that the split does not hold (one operand a digit shorter, or the
    last term dropped) become a "Stepping-stone ..." domain instead, weighted by
@@ -523,6 +525,12 @@ HARD_FOR_STUDENT = 0.35  # a (structure, carry profile) solved less often than t
 # and carry what they teach back to the hard structure.
 HOPELESS_P = 0.05  # success below this on the anchor's train rollouts: the structure is hopeless for GRPO
 RESCUE_VALUE = 1.0  # a hopeless structure's weighted severity per unit share when drilled concentrated (= the learnability peak)
+# ... and concentrated means MOST of the rows: the hopeless structures that can be drilled share RESCUE_SHARE
+# of the weight (before the floors), the partial ones the rest. At their natural weight they got ~45% of the
+# rows, which left `347+8` at 0.43 (mean of 3 seeds, bench/lift.py 2026-12-01); 800 rows of only the hopeless
+# kinds (the oracle arm) took it to 1.00 in the same 50 steps. The partial kinds need few rows: the anchor
+# already solves them ~90% greedy, and the oracle arm kept them there without any.
+RESCUE_SHARE = 0.7
 STONE_VALUE = 0.75  # a stone's weighted severity per unit share of the hopeless structures it leads to
 ALLOC_EXPONENTS = (1.0, 1.5, 0.75)  # iteration 1, 2, 3, 4, ...: proportional, sharper, flatter (each iteration is an experiment)
 # The gate's bars plus a small margin: the self-check simulates the exact rows the generator writes, so the
@@ -808,6 +816,20 @@ def stone_space(template, ranges, cons: dict, taken: set, frame: dict, limit: in
     return max(0, int(hits * total / limit) - used)
 
 
+def rescue_weights(cells: list, weights: dict) -> dict:
+    """Scale the drillable hopeless cells so that together they hold RESCUE_SHARE of the weight.
+
+    Only when both kinds are present (nothing to shift otherwise). Stepping stones keep their weight:
+    concentrating them did not help (bench/stones.py: stones alone moved `347+8` from 0.00 to 0.02)."""
+    hopeless = {id(c) for c in cells if c.p < HOPELESS_P and not c.stone_for}
+    h = sum(w for k, w in weights.items() if k in hopeless)
+    rest = sum(w for k, w in weights.items() if k not in hopeless)
+    if not h or not rest:
+        return weights
+    scale = RESCUE_SHARE / (1 - RESCUE_SHARE) * rest / h
+    return {k: w * scale if k in hopeless else w for k, w in weights.items()}
+
+
 def _round_alloc(weights: dict, total: int, floor: int, caps: dict) -> dict:
     """Integer rows per bucket: the floor each, the rest shared in proportion to weights, never above a cap.
 
@@ -1086,6 +1108,8 @@ class _Planner:
             self.notes.append(f"fresh instances are scarce: {self.total} rows instead of {self.teacher.total_rows}")
         self.floor_rows = math.ceil(self.floor_share * self.total)
         weights = {id(c): max(c.weight, 1e-9) ** self.exponent for c in self.cells}
+        if self.anchor:  # success rates come from the anchor's rollouts only
+            weights = rescue_weights(self.cells, weights)
         alloc = _round_alloc(weights, self.total, self.floor_rows, caps)
         for c in self.cells:
             c.rows = alloc[id(c)]
@@ -1433,6 +1457,8 @@ class ArithTeacher:
         T = plan.total
         out.append(f"{T} rows. Every bucket gets the floor ({BUCKET_FLOOR:.1%}); the rest is shared in proportion to "
                    f"weighted severity (share of the train rollouts x learnability) to the power {st['exponent']}, "
+                   f"with the structures solved in under {HOPELESS_P:.0%} of their rollouts (drilled concentrated) "
+                   f"holding {RESCUE_SHARE:.0%} of that weight when partial ones are drilled too, "
                    f"never above the fresh instances a bucket has; then rows were moved between buckets only where "
                    f"the difficulty, feature and skeleton bars required it.\n")
         out.append("| domain | sub_domain | rows | share |\n|---|---|---|---|")

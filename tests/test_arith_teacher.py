@@ -223,12 +223,14 @@ def test_no_row_is_an_eval_question(world):
 
 def test_buckets_follow_the_partial_and_hopeless_structures(world):
     """Partial structures (25-45% success) and the hopeless ones (drilled concentrated: their rare
-    successes are the only signal the real mix dilutes away) get the rows; solved structures get none."""
+    successes are the only signal the real mix dilutes away, so they get most of the rows) get the
+    rows; solved structures get none."""
     rows = world["rows1"]
     kinds = Counter(kind_of(r["question"]) for r in rows)
     partial, hopeless = sum(kinds[k] for k in PARTIAL), sum(kinds[k] for k in HOPELESS)
     assert partial + hopeless == len(rows), kinds
-    assert hopeless >= 0.3 * len(rows), kinds
+    assert hopeless >= 0.55 * len(rows), kinds  # RESCUE_SHARE: most rows (before floors and bar moves)
+    print(f"hopeless share {hopeless / len(rows):.2f}: {dict(kinds)}")
     assert set(PARTIAL) | set(HOPELESS) <= set(kinds), kinds
     report = _report(world["rd"], 1)
     assert report.domains[0].severity == "high"
