@@ -37,6 +37,11 @@ _CHATML_TURN_OVERHEAD = 1 + 1 + 1 + 1  # <|im_start|>, "\n", <|im_end|>, "\n" (p
 def model_dir(model: str) -> Path | None:
     """The local directory holding `model`'s config.json, or None when it is not on disk."""
     if model.startswith("selfimprove/"):
+        from .rl.gguf_student import SMOLLM2_ID, smollm2_cache_dir  # no torch import either
+
+        if model == SMOLLM2_ID:
+            d = smollm2_cache_dir()
+            return d if d is not None and (d / "READY").is_file() else None
         from .rl.shipped import shipped_dir  # standard library only: no torch import
 
         d = shipped_dir(model)

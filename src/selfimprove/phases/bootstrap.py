@@ -249,13 +249,15 @@ def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit
 def check_model(model: str, engine: str) -> None:
     """Refuse, before any job, a student the chosen engine cannot load.
 
-    `selfimprove/<name>` ids are the shipped CPU students (one dir each under rl/students/);
+    `selfimprove/<name>` ids are the shipped CPU students (one dir each under rl/students/) and
+    the pretrained selfimprove/smollm2-135m (converted on first use, rl/gguf_student.py);
     the local CPU engine loads those or a local model dir with config.json, and never
     downloads a hub model (e.g. Qwen/Qwen3-0.6B, the default, needs --engine prime-rl).
     """
+    from ..rl.gguf_student import SMOLLM2_ID  # no torch import either
     from ..rl.shipped import STUDENTS_DIR  # no torch import: a path constant
 
-    builtin = sorted(f"selfimprove/{p.name}" for p in STUDENTS_DIR.iterdir() if p.is_dir())
+    builtin = sorted([f"selfimprove/{p.name}" for p in STUDENTS_DIR.iterdir() if p.is_dir()] + [SMOLLM2_ID])
     if model.startswith(BUILTIN_MODEL_PREFIX) and model not in builtin:
         raise UsageError(f"--model {model}: no such built-in student; built-in: {', '.join(builtin)}")
     is_local_dir = (Path(model).expanduser() / "config.json").is_file()

@@ -5,6 +5,7 @@ prime-rl's `rl` command, TOML and output contract (both dialects: the seed's and
     config.py      the honoured subset of prime-rl's keys (EngineConfig), ignored-key notes
     train.py       the run, top to bottom: sample -> score -> update -> write -> eval -> checkpoint
     student.py     tiny Qwen3 + char tokenizer + chat template; built-in ids, cache
+    gguf_student.py  selfimprove/smollm2-135m: a GGUF converted once into a cached HF directory
     arith_profile.py  per-kind pass@k of a student on selfimprove-arith (profile.json, bench)
     warmup.py      the seeded supervised warm-up that makes `selfimprove/tiny-arith`
     policy.py      sampling loop and completion log-probs (shared-prefix trick)

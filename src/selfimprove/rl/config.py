@@ -198,7 +198,7 @@ def resolve(cfg: dict) -> EngineConfig:
     model_name = get_path(cfg, "model.name")
     if not model_name:
         raise ConfigError(f"{CONFIG_ERROR}: model.name is not set; name a local Hugging Face directory or a built-in "
-                          "id (selfimprove/tiny-arith): the CPU engine downloads nothing")
+                          "id (selfimprove/tiny-arith, selfimprove/smollm2-135m): the CPU engine downloads nothing")
 
     eval_cfg = None
     if isinstance(get_path(cfg, "orchestrator.eval"), dict):

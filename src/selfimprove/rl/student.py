@@ -11,6 +11,9 @@ template) or a built-in id:
                              package, built from the recipe
                              (rl/students/tiny-arith/, see shipped.py), so no
                              user ever waits for the warm-up.
+    selfimprove/smollm2-135m   SmolLM2-135M-Instruct, a real pretrained student
+                             converted once from the GGUF of the optional extra
+                             `smollm2` (see gguf_student.py).
 
 The shipped weights are used while their recipe.json hash equals
 `warmup.recipe_hash()`. When the recipe changed without a rebuild (a developer's
@@ -36,6 +39,7 @@ import shutil
 import string
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import torch
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
@@ -47,6 +51,7 @@ from transformers import (
 )
 
 from ..errors import ConfigError
+from .gguf_student import SMOLLM2_ID, cache_root, resolve_smollm2
 
 SPECIALS = ["<|pad|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"]
 CHARS = [c for c in string.printable if c not in "\t\r\x0b\x0c"]  # printable ASCII + "\n"
@@ -59,7 +64,9 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
-BUILTIN_IDS = ("selfimprove/tiny-arith",)
+# A literal (tests/test_cli_help.py reads it without importing torch); SMOLLM2_ID is the second.
+BUILTIN_IDS = ("selfimprove/tiny-arith", "selfimprove/smollm2-135m")
+assert BUILTIN_IDS[1] == SMOLLM2_ID
 
 
 def build_tokenizer() -> PreTrainedTokenizerFast:
@@ -136,8 +143,30 @@ def render_prompt(tok, messages: list[dict]) -> list[int]:
 # ------------------------------------------------------------------ built-in ids
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SELFIMPROVE_CACHE") or Path.home() / ".cache" / "selfimprove")
+def build_into_cache(final: Path, model_id: str, build: Callable[[Path], None]) -> Path:
+    """`final`, built once by `build(tmp)` into a temporary sibling and renamed into place.
+
+    Under a lock file, so concurrent first uses wait for one builder; READY (the
+    done-marker) is written last, so a killed build leaves no directory that
+    passes for finished, only a temporary one that the next build ignores."""
+    if (final / "READY").is_file():
+        return final
+    final.parent.mkdir(parents=True, exist_ok=True)
+    with open(final.parent / f".{final.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (final / "READY").is_file():
+            return final
+        tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
+        try:
+            build(tmp)
+            (tmp / "READY").write_text(model_id + "\n")
+            if not (final / "READY").is_file():  # never swap out a finished student under a reader
+                with contextlib.suppress(FileNotFoundError):
+                    shutil.rmtree(final)  # a half-copied leftover without READY
+                os.replace(tmp, final)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return final
 
 
 def builtin_dir(model_id: str) -> Path:
@@ -150,6 +179,8 @@ def builtin_dir(model_id: str) -> Path:
 def resolve_model(name: str, log=print) -> Path:
     """A local directory for `model.name`: the directory itself, or the built-in student
     (the shipped copy; built into the cache only when the shipped copy is stale)."""
+    if name == SMOLLM2_ID:
+        return resolve_smollm2(log=log)
     if name in BUILTIN_IDS:
         from .shipped import shipped_dir, shipped_hash
         from .warmup import recipe_hash
@@ -166,26 +197,15 @@ def resolve_model(name: str, log=print) -> Path:
         if os.environ.get("SELFIMPROVE_NO_STUDENT_BUILD"):
             raise ConfigError(f"{shipped_dir(name) / 'recipe.json'}: {stale}; SELFIMPROVE_NO_STUDENT_BUILD is set, "
                               "so it is not built into the cache")
-        final.parent.mkdir(parents=True, exist_ok=True)
-        with open(final.parent / f".{final.name}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # concurrent first uses wait for one builder
-            if (final / "READY").is_file():
-                return final
+
+        def build(tmp: Path) -> None:
             from .warmup import warm_up
 
             log(f"{stale}; building it from the recipe into {final} (~5 min on 2 cores, once)")
-            tmp = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=final.parent))
-            try:
-                model, tok = warm_up(log=log)
-                save_student(model, tok, tmp)
-                (tmp / "READY").write_text(name + "\n")  # the done-marker, written last
-                if not (final / "READY").is_file():  # never swap out a finished student under a reader
-                    with contextlib.suppress(FileNotFoundError):
-                        shutil.rmtree(final)  # a half-copied leftover without READY
-                    os.replace(tmp, final)
-            finally:
-                shutil.rmtree(tmp, ignore_errors=True)
-        return final
+            model, tok = warm_up(log=log)
+            save_student(model, tok, tmp)
+
+        return build_into_cache(final, name, build)
     path = Path(name).expanduser()
     if (path / "config.json").is_file():
         return path
