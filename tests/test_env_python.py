@@ -176,13 +176,19 @@ def test_every_env_step_runs_in_the_env_interpreter(cli, runs_dir: Path, tmp_pat
     assert not installed_provenance(name, sys.executable)["found"]  # selfimprove's own venv never got it
 
 
-def test_bootstrap_refuses_an_env_interpreter_without_the_env_module_typo(cli, runs_dir: Path, env_venv_python: Path,
-                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    """The typo check lists the env interpreter's modules, not selfimprove's."""
+def test_bootstrap_looks_the_env_up_in_the_env_interpreter(cli, runs_dir: Path, env_venv_python: Path,
+                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """The typo check and the env-API detection see the env interpreter's modules, not selfimprove's:
+    a module installed only there is found (and a misspelling of it is refused with the right name)."""
     monkeypatch.delenv("PRIME_RL_DIR", raising=False)
-    res = cli("bootstrap", "selfimprove-arihth", "--engine", "prime-rl", "--runs-dir", runs_dir,
+    site = Path(_ask(env_venv_python, "import sysconfig; print(sysconfig.get_paths()['purelib'])"))
+    (site / "only_in_env_venv.py").write_text("def load_environment(**kwargs):\n    raise NotImplementedError\n")
+    res = cli("bootstrap", "only-in-env-vnev", "--engine", "prime-rl", "--runs-dir", runs_dir,
               "--env-python", str(env_venv_python))
-    assert res.exit_code == 2
-    assert "did you mean selfimprove-arith?" in " ".join(res.stderr.split())
+    assert res.exit_code == 2, res.stderr
+    assert "did you mean only-in-env-venv?" in " ".join(res.stderr.split())
     assert not any(runs_dir.iterdir())
-
+    res = cli("bootstrap", "only-in-env-venv", "--engine", "prime-rl", "--runs-dir", runs_dir,
+              "--env-python", str(env_venv_python), "--json")
+    assert res.exit_code == 0, res.stderr
+    assert "env module 'only_in_env_venv' has load_environment" in json.loads(res.stdout)["stack_source"]
