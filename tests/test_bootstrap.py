@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -160,6 +161,71 @@ def test_env_path_without_pyproject(cli, runs_dir, tmp_path):
     res = boot(cli, runs_dir, "gsm8k", "--env-path", str(tmp_path))
     assert res.exit_code == 2 and "no pyproject.toml" in one_line_error(res)
     assert entries(runs_dir) == []
+
+
+def _env_python_cases(tmp_path: Path) -> dict[str, tuple[str, str]]:
+    """--env-python values that must be refused: (path, the words of the one-line error)."""
+    script = tmp_path / "not-python.sh"
+    script.write_text("#!/bin/sh\necho hello\n")
+    script.chmod(0o755)
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    no_vf = tmp_path / "no-verifiers-python"  # a real Python that cannot import verifiers (-I: no site-packages)
+    no_vf.write_text(f"#!/bin/sh\nexec {sys.executable} -I -S \"$@\"\n")
+    no_vf.chmod(0o755)
+    return {"missing": (str(tmp_path / "nope" / "python"), "file not found"),
+            "not executable": (str(plain), "not an executable file"),
+            "not a python": (str(script), "not a Python interpreter"),
+            "no verifiers": (str(no_vf), "cannot import verifiers")}
+
+
+@pytest.mark.parametrize("case", ["missing", "not executable", "not a python", "no verifiers"])
+def test_bad_env_python_one_line_nothing_written(cli, runs_dir, tmp_path, case):
+    """--env-python must run and import verifiers: else one line naming the flag and the fix, exit 2, nothing written."""
+    path, needle = _env_python_cases(tmp_path)[case]
+    res = boot(cli, runs_dir, "gsm8k", "--env-python", path)
+    assert res.exit_code == 2, res.stderr
+    line = one_line_error(res)
+    assert f"--env-python {path}" in line and needle in line and "--env-python" in line.split(needle, 1)[1]
+    assert "Traceback" not in res.stderr and res.stdout == ""
+    assert entries(runs_dir) == []
+
+
+def test_env_python_default_and_recorded(cli, runs_dir, tmp_path, monkeypatch):
+    """Local engine: this interpreter (null + why). prime-rl with a checkout in $PRIME_RL_DIR: its
+    .venv/bin/python, refused with the fix when missing. --env-python: recorded with its source."""
+    monkeypatch.delenv("PRIME_RL_DIR", raising=False)
+    res = boot(cli, runs_dir, "selfimprove-arith", "--model", "selfimprove/tiny-arith", "--json")
+    assert res.exit_code == 0, res.stderr
+    run = json.loads(res.stdout)
+    assert run["env_python"] is None and "local CPU engine" in run["env_python_source"]
+
+    prime = tmp_path / "prime-rl"
+    schema = prime / "packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py"
+    schema.parent.mkdir(parents=True)
+    schema.write_text("class C:\n    env: list[int]\n    rollouts_per_example: int\n")
+    monkeypatch.setenv("PRIME_RL_DIR", str(prime))
+    before = entries(runs_dir)
+    res = boot(cli, runs_dir, "gsm8k")
+    assert res.exit_code == 2
+    line = one_line_error(res)
+    assert str(prime / ".venv/bin/python") in line and "uv sync" in line and "--env-python" in line
+    assert entries(runs_dir) == before
+
+    venv_python = prime / ".venv" / "bin" / "python"  # stands in for prime-rl's venv: runs this Python
+    venv_python.parent.mkdir(parents=True)
+    venv_python.write_text(f"#!/bin/sh\nexec {sys.executable} \"$@\"\n")
+    venv_python.chmod(0o755)
+    res = boot(cli, runs_dir, "gsm8k", "--json")
+    assert res.exit_code == 0, res.stderr
+    run = json.loads(res.stdout)
+    assert run["env_python"] == str(venv_python) and f"PRIME_RL_DIR={prime}" in run["env_python_source"]
+    assert run["versions"]["env_verifiers"] == run["versions"]["verifiers"]
+
+    res = boot(cli, runs_dir, "gsm8k", "--json", "--env-python", sys.executable)
+    assert res.exit_code == 0, res.stderr
+    run = json.loads(res.stdout)
+    assert (run["env_python"], run["env_python_source"]) == (sys.executable, "--env-python")
 
 
 def test_runs_dir_that_cannot_be_created(cli, tmp_path):

@@ -74,7 +74,12 @@ class RunConfig(FileModel):
 
     engine: EngineName = "prime-rl"
     engine_command: list[str] | None = None  # overrides the engine's default launcher, e.g. ["uv","run","rl"]
-    env_python: str | None = None  # python of the engine's venv, where generated envs are installed (default: this one)
+    # The interpreter every step that imports verifiers or the env runs in (introspection, the
+    # teacher's generator, round trip, reward lint, decontamination, package install + verify):
+    # prime-rl's $PRIME_RL_DIR/.venv/bin/python, or --env-python. null = selfimprove's own
+    # (the local CPU engine's, and older run.json). env_python_source says how it was picked.
+    env_python: str | None = None
+    env_python_source: str | None = None
     env_args: dict[str, Any] = Field(default_factory=dict)  # kwargs for load_environment(hub_id, ...)
     env_path: str | None = None  # local env project installed before introspection
     canonical_config: str | None = None  # --config: the canonical rl.toml for iter_0 / Run B

@@ -38,6 +38,7 @@ def command(
     eval_examples: Annotated[int, typer.Option(help="Eval examples per iteration (seed: 200).")] = SEED_EVAL_EXAMPLES,
     allow_small_batch: Annotated[bool, typer.Option("--allow-small-batch", help="Allow < 16 unique prompts per step (smoke runs; recorded).")] = False,
     stack: Annotated[Optional[str], typer.Option(help="prime-rl / verifiers dialect: seed (prime-rl < 0.8, classic envs) or v1 (prime-rl >= 0.8, verifiers v1 Tasksets). Default: detected from $PRIME_RL_DIR and the env's API.")] = None,
+    env_python: Annotated[Optional[str], typer.Option(help="Python that loads the env (introspection, the generator, gates, package install + verify): must import verifiers. Default: $PRIME_RL_DIR/.venv/bin/python for --engine prime-rl with a checkout there, else this interpreter. Recorded in run.json.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 0: validate the flags and create the run directory.

@@ -172,14 +172,16 @@ def _function_comment_text(fn: ast.AST, source_lines: list[str], comments: dict[
 # ---------------------------------------------------------------- runtime checks
 
 
-def _run_function(source_path: Path, name: str, calls: list[list[Any]], timeout_s: float) -> dict[str, Any]:
-    """Call `name` from the teacher's file in a subprocess; {"timeout": True} when it hangs."""
+def _run_function(source_path: Path, name: str, calls: list[list[Any]], timeout_s: float,
+                  python: str | None = None) -> dict[str, Any]:
+    """Call `name` from the teacher's file in a subprocess of `python` (the env interpreter, where the
+    engine imports the rewards; default this one); {"timeout": True} when it hangs."""
     with tempfile.TemporaryDirectory(prefix="selfimprove-reward-lint-") as tmp:
         spec, out = Path(tmp, "spec.json"), Path(tmp, "out.json")
         spec.write_text(json.dumps({"source": str(source_path.resolve()), "name": name, "rows": calls}))
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
         proc = subprocess.Popen(
-            [sys.executable, "-I", "-c", _RUNNER, str(spec), str(out)],
+            [python or sys.executable, "-I", "-c", _RUNNER, str(spec), str(out)],
             cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
             start_new_session=True,  # so a timeout kills the teacher code's children too
         )
@@ -205,6 +207,7 @@ def lint_reward_functions(
     rows: list[dict],
     failure_modes: set[str],
     timeout_s: float = DEFAULT_TIMEOUT_S,
+    python: str | None = None,
 ) -> GateReport:
     """Lint every declared custom reward statically and by running it on the dataset's rows."""
     failures: list[GateFailure] = []
@@ -261,7 +264,7 @@ def lint_reward_functions(
 
         if import_failed:
             continue
-        result = _run_function(source_path, r.name, calls, timeout_s)
+        result = _run_function(source_path, r.name, calls, timeout_s, python)
         if result.get("timeout"):
             fail("reward_timeout", f"{r.name}: did not finish {len(calls)} x 2 calls within {timeout_s:g}s")
             continue

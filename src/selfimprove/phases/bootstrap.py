@@ -11,12 +11,10 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import pkgutil
 import platform
 import re
 import secrets
 import shutil
-import sys
 import tempfile
 import time
 import tomllib
@@ -42,6 +40,7 @@ from ..rundir import RunDir, sorted_steps, write_model
 from ..stack import verifiers_classic as vc
 from ..stack.detect import choose_stack
 from ..stack.dialects import dialect_named
+from ..stack.env_python import choose_env_python, installed_modules
 from ..stack.verifiers_classic import env_module_name
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
@@ -71,6 +70,7 @@ class BootstrapOptions:
     eval_examples: int = SEED_EVAL_EXAMPLES
     allow_small_batch: bool = False
     stack: str | None = None  # --stack seed|v1; None = detected (stack/detect.py)
+    env_python: str | None = None  # --env-python; None = the engine's (stack/env_python.py)
     extra_versions: dict[str, str] = field(default_factory=dict)
 
 
@@ -224,22 +224,16 @@ _HUB_ID_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.
 MAX_BATCH_SIZE = 1 << 20
 
 
-def _installed_modules() -> set[str]:
-    """Top-level modules this Python can import, outside the standard library (a directory
-    listing of sys.path: nothing is imported)."""
-    return {m.name for m in pkgutil.iter_modules()
-            if not m.name.startswith("_") and m.name not in sys.stdlib_module_names}
-
-
-def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit_hub_id: bool) -> None:
-    """Refuse a typo before anything is written: the env's module is not installed but an
-    installed module is spelled almost the same (`selfimprove-arihth`). Other envs that
-    are not installed yet are left to `introspect` (prime fetches hub ids; `--env-path`
-    installs a local project); an explicit --hub-id is taken as meant."""
-    if env_path or explicit_hub_id or vc.is_importable(hub_id):
+def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit_hub_id: bool,
+                       python: str | None = None) -> None:
+    """Refuse a typo before anything is written: the env's module is not installed (in the env
+    interpreter `python`) but an installed module is spelled almost the same (`selfimprove-arihth`).
+    Other envs that are not installed yet are left to `introspect` (prime fetches hub ids;
+    `--env-path` installs a local project); an explicit --hub-id is taken as meant."""
+    if env_path or explicit_hub_id or vc.is_importable(hub_id, python):
         return
     module = vc.env_module_name(hub_id)
-    close = difflib.get_close_matches(module, _installed_modules(), n=1, cutoff=0.8)
+    close = difflib.get_close_matches(module, installed_modules(python), n=1, cutoff=0.8)
     if close:
         raise UsageError(
             f"dataset '{dataset}': no environment module '{module}' is installed; did you mean "
@@ -299,7 +293,11 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         if not (p / "pyproject.toml").is_file():
             raise UsageError(f"--env-path {opts.env_path}: no pyproject.toml there; point it at an environment project")
         env_path = str(p)
-    check_env_spelling(opts.dataset, opts.hub_id or f"primeintellect/{opts.dataset}", env_path, bool(opts.hub_id))
+    # The interpreter every env step runs in (the engine's venv on a GPU box): checked here, before
+    # the env's spelling and API are looked up in it.
+    env_python = choose_env_python(opts.env_python, engine, os.environ.get("PRIME_RL_DIR"))
+    check_env_spelling(opts.dataset, opts.hub_id or f"primeintellect/{opts.dataset}", env_path, bool(opts.hub_id),
+                       env_python.path)
     config = None
     if opts.config:
         p = Path(opts.config).expanduser().resolve()
@@ -310,7 +308,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
 
     hub_id = opts.hub_id or f"primeintellect/{opts.dataset}"
     # Before anything is written: a prime-rl checkout that can't run this env fails here, with the fix.
-    stack = choose_stack(opts.stack, os.environ.get("PRIME_RL_DIR"), env_module_name(hub_id))
+    stack = choose_stack(opts.stack, os.environ.get("PRIME_RL_DIR"), env_module_name(hub_id), env_python.path)
     dialect = dialect_named(stack.stack)
 
     runs_dir = Path(opts.runs_dir).expanduser().resolve()
@@ -337,6 +335,8 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         run_id=secrets.token_hex(4),  # isolates this run's env packages from other runs'
         engine=engine,
         engine_command=opts.engine_command,
+        env_python=env_python.path,
+        env_python_source=env_python.source,
         env_args=env_args,
         env_path=env_path,
         canonical_config=config,
@@ -348,7 +348,8 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         stack=stack.stack,
         stack_source=stack.source,
         stack_seed_note=dialect.SEED_NOTE,
-        versions={**library_versions(), **opts.extra_versions},
+        versions={**library_versions(), **opts.extra_versions,
+                  **({"env_verifiers": env_python.verifiers_version} if env_python.verifiers_version else {})},
     )
     # Build under a temp name in the same dir, then rename: the run dir appears whole or not at all.
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=runs_dir))

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from ..scratchpad import marker
 from ..stack import hub as prime_hub
 from ..stack import verifiers_classic as vc
 from ..stack.dialects import dialect_for
+from ..stack.env_python import env_python_of
 from ..ui import console, phase_line
 
 SCRATCHPAD_HEADING = "## Phase 1: the real environment's stack"
@@ -214,7 +214,7 @@ def introspect(
                                  "--env-args ...` instead")
             cfg.env_args = env_args
             rd.write_run(cfg)
-        python = getattr(cfg, "env_python", None) or sys.executable
+        python = env_python_of(cfg)
         phase_line("start", "introspect")
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)
 

@@ -32,6 +32,7 @@ from ..errors import GateFailed, NoLearningSignal, TeacherActionNeeded
 from ..faults import fault_point
 from ..models import RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json
+from ..stack.env_python import env_python_of
 from ..ui import console
 from . import iteration_steps as steps
 from .analyze import analyze_failures
@@ -169,7 +170,7 @@ def run_one_iteration(
     # 4. generate
     if not steps.generated_is_current(it):
         note(n, "generate")
-        steps.generate(it, timeout=gen_timeout)
+        steps.generate(it, timeout=gen_timeout, python=env_python_of(rd.read_run()))
 
     # 5. dataset gate
     if not steps.dataset_gate_is_current(it):

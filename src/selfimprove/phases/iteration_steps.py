@@ -36,6 +36,7 @@ from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
 from ..stack import verifiers_classic
 from ..stack.dialects import dialect_for
+from ..stack.env_python import env_python_of
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
                                  package_name, provenance_mismatch)
 from .arms import stage, train_resumed_arm  # noqa: F401  (re-exported for iterate)
@@ -174,10 +175,11 @@ def _copy_capped(src, log_path: Path, cap: int) -> None:
             log.write(f"\n[gen.log capped at {cap} bytes; {dropped} more bytes of output dropped]\n".encode())
 
 
-def _run_generator(it: ArmDir, log: Path, timeout: float) -> int | None:
-    """Run gen_dataset.py in its own process group; return its exit code, or None after a
-    timeout, when the whole group (the generator and any children it started) is killed."""
-    proc = subprocess.Popen([sys.executable, "gen_dataset.py"], cwd=it.dir, stdout=subprocess.PIPE,
+def _run_generator(it: ArmDir, log: Path, timeout: float, python: str) -> int | None:
+    """Run gen_dataset.py with `python` (the env interpreter: it imports verifiers and reads the hub
+    env there) in its own process group; return its exit code, or None after a timeout, when the
+    whole group (the generator and any children it started) is killed."""
+    proc = subprocess.Popen([python, "gen_dataset.py"], cwd=it.dir, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
                             env={**os.environ, "PYTHONUNBUFFERED": "1"})
     copier = threading.Thread(target=_copy_capped, args=(proc.stdout, log, GEN_LOG_CAP_BYTES), daemon=True)
@@ -200,14 +202,15 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def generate(it: ArmDir, *, timeout: float) -> dict:
-    """Run the teacher's generator in a subprocess (cwd = iter dir, log gen.log). Rows are never edited."""
+def generate(it: ArmDir, *, timeout: float, python: str | None = None) -> dict:
+    """Run the teacher's generator in a subprocess of `python` (the run's env interpreter; default
+    this one), cwd = iter dir, log gen.log. Rows are never edited."""
     ds = it.dir / "dataset.jsonl"
     ds.unlink(missing_ok=True)  # a failing generator must not leave an older dataset behind
     (it.dir / "generate.json").unlink(missing_ok=True)
     log = it.dir / "gen.log"
     started = time.perf_counter()
-    returncode = _run_generator(it, log, timeout)
+    returncode = _run_generator(it, log, timeout, python or sys.executable)
     if returncode is None:
         ds.unlink(missing_ok=True)  # whatever the killed generator half-wrote
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py: still running after {timeout:.0f} s (killed with its "
@@ -249,12 +252,13 @@ def prior_rows(rd: RunDir, n: int) -> dict[int, list[dict]]:
 def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> GateReport:
     """Every dataset rule in one report (gate_report.json + gate_report.txt); raises GateFailed on any failure."""
     hub = rd.read_hub_env()
+    python = env_python_of(rd.read_run())  # the env's parser and the teacher's rewards run where the engine runs them
     rows, load_failures = load_dataset_jsonl(it.dir / "dataset.jsonl")
     reports = [check_dataset(rows, report)]
     if load_failures:
         reports.append(GateReport.build("load", load_failures))
     reasoning = [str((r.get("info") or {}).get("reasoning", "")) if isinstance(r, dict) else "" for r in rows]
-    parsed = verifiers_classic.run_parser_over(hub.env_id, hub.env_args, reasoning)
+    parsed = verifiers_classic.run_parser_over(hub.env_id, hub.env_args, reasoning, python=python)
     reports.append(check_round_trip(rows, dict(zip(reasoning, parsed)).get))
     reports.append(check_near_duplicates(rows, prior_rows(rd, n)))
     reports.append(check_eval_overlap(rows, eval_index(rd)))
@@ -264,7 +268,7 @@ def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> Gate
     for reward in report.custom_rewards:  # each declared reward is linted in the file it names
         by_file.setdefault(reward.source_file or "rewards.py", []).append(reward)
     for source_file, declared in by_file.items():
-        reports.append(lint_reward_functions(it.dir / source_file, declared, rows, report.failure_modes()))
+        reports.append(lint_reward_functions(it.dir / source_file, declared, rows, report.failure_modes(), python=python))
     merged = merge_reports("dataset", reports)
     record = {"dataset_sha256": file_sha256(it.dir / "dataset.jsonl"),
               "report_sha256": file_sha256(it.dir / "weakness_report.md"), **merged.model_dump(mode="json")}
@@ -292,7 +296,8 @@ def eval_index(rd: RunDir) -> EvalNgramIndex:
             return EvalNgramIndex.from_json(data["index"])
         except (KeyError, ValueError):
             pass  # an older hashing version: rebuild
-    index = verifiers_classic.eval_question_ngrams(hub.env_id, hub.env_args, fallback_examples=cfg.eval_examples)
+    index = verifiers_classic.eval_question_ngrams(hub.env_id, hub.env_args, fallback_examples=cfg.eval_examples,
+                                                   python=env_python_of(cfg))
     atomic_write_json(cache, {"key": key, "index": index.to_json()})
     return index
 
@@ -342,7 +347,7 @@ def package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *,
     env_api = dialect_for(cfg).env_api  # a classic env package, or a v1 Taskset package
     project = env_api.build_env_package(it.dir / name, name, dataset, hub=hub, origin=origin,
                                         rewards_file=rewards_file, rewards=rewards, provenance=provenance)
-    rec = install_and_verify(project, name, count_rows(dataset), python=cfg.env_python or sys.executable,
+    rec = install_and_verify(project, name, count_rows(dataset), python=env_python_of(cfg),
                              log=it.dir / "install.log", api=env_api.API)
     rec["dataset_sha256"] = file_sha256(dataset)
     atomic_write_json(it.dir / "package.json", rec)
@@ -358,7 +363,7 @@ def ensure_package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | N
     else's, e.g. a run dir copied from this one, or an older run without run_id that shares the
     name; refuses with one line if even a fresh install does not hold this arm's rows."""
     cfg = rd.read_run()
-    python = cfg.env_python or sys.executable
+    python = env_python_of(cfg)
     dataset = dataset or it.dir / "dataset.jsonl"
     sha = file_sha256(dataset)
     if package_is_current(it, name):

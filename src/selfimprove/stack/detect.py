@@ -5,7 +5,8 @@
   Python 3.12 and prime-rl's own deps): `[[...train.source]]` + `group_size` is v1 (prime-rl
   >= 0.8), `[[...train.env]]` + `rollouts_per_example` is seed; the version in its
   pyproject.toml is reported beside it. A checkout that matches neither is refused.
-- the env: its module's source, found with importlib without importing it. `load_environment`
+- the env: its module's source, found with importlib without importing it (by the env
+  interpreter, stack/env_python.py, in a subprocess when that is another venv's). `load_environment`
   is the classic API (seed); a `Taskset` subclass in the module is verifiers v1.
 - `--stack seed|v1` overrides both; a mismatch (a classic env with prime-rl >= 0.8, which
   dropped `load_environment` envs in prime-rl #3226) fails before anything trains.
@@ -16,6 +17,8 @@ from __future__ import annotations
 import importlib.util
 import os
 import re
+import subprocess
+import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,30 +68,49 @@ def _version(root: Path) -> str:
         return "(version unknown)"
 
 
-def _source(module: str) -> str | None:
-    """A module's source text, found without importing it (None when not importable here)."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):  # find_spec imports the parent package of a dotted name
-        spec = None
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+_ORIGIN = ("import importlib.util, sys\n"
+           "try:\n    spec = importlib.util.find_spec(sys.argv[1])\n"
+           "except (ImportError, ValueError):\n    spec = None\n"
+           "print(spec.origin if spec is not None and spec.origin else '')")
+
+
+def _origin(module: str, python: str | None) -> str | None:
+    """Where `module`'s source lies for `python` (this interpreter when None), found without importing it."""
+    if python is None or python == sys.executable:
+        try:
+            spec = importlib.util.find_spec(module)
+        except (ImportError, ValueError):  # find_spec imports the parent package of a dotted name
+            spec = None
+        return spec.origin if spec is not None else None
+    try:  # the env interpreter (stack/env_python.py): the env may be installed only there
+        proc = subprocess.run([python, "-c", _ORIGIN, module], capture_output=True, text=True, timeout=120)
+    except (subprocess.TimeoutExpired, OSError):
         return None
-    return Path(spec.origin).read_text(encoding="utf-8", errors="replace")
+    lines = proc.stdout.strip().splitlines()
+    return lines[-1] if proc.returncode == 0 and lines and lines[-1] else None
+
+
+def _source(module: str, python: str | None = None) -> str | None:
+    """A module's source text, found without importing it (None when `python` cannot import it)."""
+    origin = _origin(module, python)
+    if not origin or not origin.endswith(".py"):
+        return None
+    return Path(origin).read_text(encoding="utf-8", errors="replace")
 
 
 def _defines_taskset(text: str) -> bool:
     return bool(re.search(r"class\s+\w+\s*\([^)]*Taskset[^)]*\)", text) or re.search(r"\bTaskset\s*\(", text))
 
 
-def has_v1_wrapper(module: str) -> bool:
+def has_v1_wrapper(module: str, python: str | None = None) -> bool:
     """True when `<module>.v1` defines a Taskset (a classic env that also ships as a v1 taskset, like selfimprove_arith)."""
-    text = _source(f"{module}.v1")
+    text = _source(f"{module}.v1", python)
     return text is not None and _defines_taskset(text)
 
 
-def env_api(module: str) -> tuple[str | None, str]:
+def env_api(module: str, python: str | None = None) -> tuple[str | None, str]:
     """(stack or None, what was seen) for an env module, from its source text, without importing it."""
-    text = _source(module)
+    text = _source(module, python)
     if text is None:
         return None, f"env module '{module}' is not importable here"
     if _defines_taskset(text):
@@ -98,18 +120,20 @@ def env_api(module: str) -> tuple[str | None, str]:
     return None, f"env module '{module}' shows neither load_environment nor a v1 Taskset"
 
 
-def choose_stack(explicit: str | None, prime_rl_dir: str | None, env_module: str | None) -> Detected:
-    """The run's dialect: --stack wins; else prime-rl's checkout; else the env's API; else seed.
+def choose_stack(explicit: str | None, prime_rl_dir: str | None, env_module: str | None,
+                 python: str | None = None) -> Detected:
+    """The run's dialect: --stack wins; else prime-rl's checkout; else the env's API (as the env
+    interpreter `python` finds it; this one when None); else seed.
 
     A prime-rl checkout and an env that disagree fail here, before training, with the fix.
     """
     if explicit is not None and explicit not in (SEED, V1):
         raise UsageError(f"--stack {explicit}: use 'seed' (prime-rl < 0.8, classic envs) or 'v1' (prime-rl >= 0.8, verifiers v1 Tasksets)")
     prime, prime_seen = prime_rl_stack(prime_rl_dir)
-    env, env_seen = env_api(env_module) if env_module else (None, "no env module")
+    env, env_seen = env_api(env_module, python) if env_module else (None, "no env module")
     if explicit:
         return Detected(explicit, f"--stack {explicit} ({prime_seen}; {env_seen})")
-    if prime == V1 and env == SEED and has_v1_wrapper(env_module):  # the classic env's v1 Taskset is what runs
+    if prime == V1 and env == SEED and has_v1_wrapper(env_module, python):  # the classic env's v1 Taskset is what runs
         return Detected(V1, f"{prime_seen}; {env_seen}, and a v1 Taskset in '{env_module}.v1'")
     if prime and env and prime != env:
         raise ConfigError(mismatch(prime, env, prime_seen, env_seen))

@@ -224,19 +224,20 @@ ds = env.get_dataset()
 mod = sys.modules[env.__class__.__module__]
 import importlib
 pkg = importlib.import_module(sys.argv[1].replace("-", "_"))
-print(json.dumps({"rows": len(ds), "module_file": pkg.__file__}))
+print(json.dumps({"rows": len(ds), "module_file": pkg.__file__, "verifiers_version": getattr(vf, "__version__", None)}))
 """
 
 
 # The v1 check: the module's one exported Taskset, iterated (what prime-rl >= 0.8 trains on).
 _VERIFY_TASKSET_SCRIPT = """
 import importlib, inspect, json, sys
+import verifiers
 import verifiers.v1 as vf
 pkg = importlib.import_module(sys.argv[1])
 found = [c for c in (getattr(pkg, n) for n in pkg.__all__) if inspect.isclass(c) and issubclass(c, vf.Taskset)]
 assert len(found) == 1, f"{sys.argv[1]}: __all__ exports {len(found)} Tasksets, not one"
 rows = sum(1 for _ in found[0](vf.TasksetConfig(id=sys.argv[1])))
-print(json.dumps({"rows": rows, "module_file": pkg.__file__}))
+print(json.dumps({"rows": rows, "module_file": pkg.__file__, "verifiers_version": getattr(verifiers, "__version__", None)}))
 """
 
 VERIFY_SCRIPTS = {"verifiers.classic": _VERIFY_SCRIPT, "verifiers.v1": _VERIFY_TASKSET_SCRIPT}
@@ -268,7 +269,9 @@ def install_and_verify(
         result = verify_rows(package, python, api)
         attempts.append({"attempt": attempt, "removed": removed, **result})
         if result.get("rows") == expected_rows:
-            record = {"package": package, "rows": expected_rows, "site_packages": str(sp), "attempts": attempts}
+            # python + verifiers_version: the interpreter (run.json env_python) that will load it for training
+            record = {"package": package, "rows": expected_rows, "site_packages": str(sp), "python": python,
+                      "verifiers_version": result.get("verifiers_version"), "attempts": attempts}
             return record
     got = attempts[-1].get("rows")
     raise SelfImproveError(

@@ -308,7 +308,7 @@ def describe_api(env_module: str, env_args: dict[str, Any], python: str | None =
     selfimprove_arith has); an env with a Taskset only is refused here with that fix."""
     from .detect import _source
 
-    text = _source(env_module)
+    text = _source(env_module, python)
     if text is not None and not re.search(r"^def\s+load_environment\s*\(", text, re.M):
         raise ConfigError(
             f"env module '{env_module}' has no load_environment: a --stack v1 run trains through its Taskset, but "
