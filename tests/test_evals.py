@@ -255,3 +255,16 @@ def test_canary_sealed_in_the_v1_layout(new_run, cli, capfd, monkeypatch: pytest
                 continue
             assert canary.encode() not in data, f"canary leaked into {path.relative_to(run)}"
     assert seen >= 1
+
+
+def test_v1_learning_signal_groups_episodes_by_their_group(rd: RunDir) -> None:
+    """The baseline's signal check reads v1 train Episode records, grouped by the episode's group id."""
+    from selfimprove.phases.signal import learning_signal
+
+    arm = ArmDir(rd.root, "iter_0", "v1")
+    # two prompts x 2 rollouts: prompt 0 disagrees (1.0, 0.0), prompt 1 does not (0.0, 0.0)
+    write_lines(arm.train_file(1), [fake_episode(ex, r, "train", 1) for ex, r in ((0, 1.0), (0, 0.0), (1, 0.0), (1, 0.0))])
+    write_lines(arm.eval_file(0), [fake_episode(i, float(i % 2), "eval", 0) for i in range(4)])
+    sig = learning_signal(arm)
+    assert (sig["train_steps"], sig["train_groups"], sig["train_groups_with_spread"]) == ([1], 2, 1)
+    assert sig["has_signal"] and (sig["eval_step0_examples"], sig["eval_step0_reward_mean"]) == (4, 0.5)

@@ -140,17 +140,19 @@ def test_engine_builds_episode_records_verifiers_can_load(tmp_path: Path):
     rows = taskset_rows(env, 1) * 2
     texts = [f"<answer>{rows[0]['answer']}</answer>", "<answer>x</answer>"]
     scored = score_tasks(env, rows, texts)
-    recs = [{"completion": [{"role": "assistant", "content": t}], "is_truncated": i == 1, "error": None,
+    recs = [{"completion": [{"role": "assistant", "content": text}], "is_truncated": i == 1, "error": None,
              "sampling_args": {"temperature": 1.0, "max_tokens": 8}, "env_name": "arith",
-             "_env_id": "selfimprove_arith.v1", "_ids": ([7, 8, 9], [1, 2, 3, 4][: 4 - i]), "_task": rows[0]["_task"],
-             "_trace": s["trace"], "advantage": 1.0 - 2 * i, "_trained": i == 0} for i, (t, s) in enumerate(zip(texts, scored))]
+             "_env_id": "selfimprove_arith.v1", "_ids": ([7, 8, 9], [1, 2, 3, 4][: 4 - i]),
+             "_task": rows[0]["_task"], "_trace": score["trace"], "advantage": 1.0 - 2 * i, "_trained": i == 0}
+            for i, (text, score) in enumerate(zip(texts, scored))]
     all_rows, effective = episode_rows(recs, "train", 2, 2, [bool(r["_trained"]) for r in recs])
     assert len(all_rows) == 2 and len(effective) == 1 and all_rows[0]["group"] == all_rows[1]["group"]
     ep = WireEpisode.model_validate(all_rows[1])
     assert ep.traces[0].is_truncated and ep.num_output_tokens == 3 and ep.traces[0].reward == 0.0
     assert ep.traces[0].branches[0].token_ids == [7, 8, 9, 1, 2, 3] and ep.run.work.step == 2
     assert effective[0]["traces"][0]["info"] == {"advantage": 1.0} and "advantage" not in all_rows[0]["traces"][0]["info"]
-    assert [(r["example_id"], r["reward"], r["completion"][0]["content"]) for r in map(lambda x: train_rows(x)[0], all_rows)] \
+    read = [train_rows(record)[0] for record in all_rows]
+    assert [(r["example_id"], r["reward"], r["completion"][0]["content"]) for r in read] \
         == [(rows[0]["example_id"], 1.0, texts[0]), (rows[0]["example_id"], 0.0, texts[1])]
     write_episodes(tmp_path / "step_2", "train", all_rows, effective)
     assert [len((tmp_path / "step_2/train" / d / "traces.jsonl").read_text().splitlines()) for d in ("all", "effective")] == [2, 1]

@@ -170,3 +170,17 @@ def train_rewards_of(row: dict) -> list[float]:
         return [r for _, r, _ in sealed_scores(row) if r is not None]
     reward = row.get("reward")
     return [float(reward)] if isinstance(reward, (int, float)) and not isinstance(reward, bool) else []
+
+
+def group_rewards_of(row: dict) -> list[tuple[str, float]]:
+    """(prompt group, reward) of one train line's rollouts: a seed row's group is (env_name, example_id),
+    an Episode's its `group.id` (the consumer's rollout group), else (env.name, task.data.idx)."""
+    if not is_episode(row):
+        return [(f"{row.get('env_name')}/{row.get('example_id')}", r) for r in train_rewards_of(row)]
+    group = row.get("group")
+    if isinstance(group, dict) and isinstance(group.get("id"), str):
+        key = group["id"]
+    else:
+        env, data = row.get("env"), row["task"].get("data")
+        key = f"{env.get('name') if isinstance(env, dict) else None}/{data.get('idx') if isinstance(data, dict) else None}"
+    return [(key, r) for r in train_rewards_of(row)]
