@@ -186,3 +186,85 @@ def test_canary_never_leaves_the_engines_eval_file(new_run, cli, capfd, monkeypa
     assert seen_in_engine_eval >= 1  # the fake really did put it into the eval rows
     summary = json.loads((run / "iter_0" / "eval_summary.json").read_text())
     assert summary["dropped_lines"] == 1 and summary["n_eval"] == 30
+
+
+# ---------------------------------------------------------------- v1 layout: Episode records
+
+
+def fake_episode(ex: int, reward: float, kind: str = "eval", step: int = 4) -> dict:
+    """verifiers v1 Episode.to_record() of a row whose text fields all hold SECRET (the fake engine's builder)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fake_rl", FAKE)
+    fake = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fake)
+    row = {"example_id": ex, "prompt": [{"role": "user", "content": SECRET}],
+           "completion": [{"role": "assistant", "content": SECRET}], "answer": SECRET, "info": {"s": SECRET},
+           "reward": reward, "metrics": {"is_correct": reward}}
+    return fake.as_episode(row, kind, step)
+
+
+def test_v1_episode_rows_are_aggregated_sealed(rd: RunDir) -> None:
+    """A v1 arm's eval/all/traces.jsonl of Episode records: ids from task.data.idx, reward from the trace's
+    rewards, is_correct from its metrics; the summary holds none of the rows' text."""
+    arm = ArmDir(rd.root, "iter_0", "v1")
+    path = write_lines(arm.eval_file(4), [fake_episode(i, 1.0 if i < 3 else 0.0) for i in range(10)],
+                       tail=json.dumps(fake_episode(10, 1.0))[:40])
+    assert SECRET in path.read_text()
+    s = summarize(arm, step=4, expected_examples=10)
+    assert (s.eval_acc, s.n_eval, s.dropped_lines, s.correct_rule) == (0.3, 10, 1, "metrics.is_correct")
+    assert SECRET not in s.model_dump_json()
+
+
+def test_v1_train_rows_feed_the_reward_mean_and_the_teachers_failures(rd: RunDir, tmp_path: Path) -> None:
+    """Train Episode records give the same train-reward mean and failures.jsonl fields as seed records."""
+    from selfimprove.phases.analyze import analyze_failures
+
+    arm = ArmDir(rd.root, "iter_0", "v1")
+    write_lines(arm.train_file(1), [fake_episode(i, float(i % 2), "train", 1) for i in range(4)])
+    assert train_reward_mean(arm, 1) == (0.5, [1])
+    analyze_failures(arm, tmp_path, prev_eval_acc=0.3, prev_final_step=1)
+    failures = [json.loads(x) for x in (tmp_path / "failures.jsonl").read_text().splitlines()]
+    assert [(f["rank"], f["step"], f["idx"], f["example_id"], f["reward"]) for f in failures] == [(0, 1, 0, 0, 0.0), (1, 1, 2, 2, 0.0)]
+    assert set(failures[0]) == {"rank", "step", "idx", "example_id", "reward", "question", "completion", "answer",
+                                "is_truncated", "completion_chars", "completion_tokens", "metrics"}
+    assert (failures[0]["question"], failures[0]["completion"], failures[0]["answer"]) == (SECRET, SECRET, SECRET)
+    assert (failures[0]["completion_tokens"], failures[0]["is_truncated"], failures[0]["metrics"]["is_correct"]) == (5, False, 0.0)
+
+
+def test_canary_sealed_in_the_v1_layout(new_run, cli, capfd, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--stack v1: the canary in the Episode records' prompt/completion/answer/info reaches no file but the
+    engine's own traces.jsonl, and no output."""
+    from test_baseline import SMALL, hub_env
+
+    canary = "CANARY-5b1e-sealed-v1"
+    run = new_run("selfimprove-arith", *SMALL, "--stack", "v1")
+    hub_env(run, v1=True)
+    monkeypatch.setenv("SELFIMPROVE_RL_CMD", f"{sys.executable} {FAKE}")
+    monkeypatch.setenv("FAKE_RL_CANARY", canary)
+    res = cli("baseline", "--run-dir", run)
+    assert res.exit_code == 0, res.stderr
+    captured = capfd.readouterr()
+    assert canary not in res.stdout + res.stderr + captured.out + captured.err
+    seen = 0
+    for path in run.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            if path.name == "traces.jsonl" and "eval" in path.parts and "prime_out" in path.parts:
+                seen += canary.encode() in data
+                continue
+            assert canary.encode() not in data, f"canary leaked into {path.relative_to(run)}"
+    assert seen >= 1
+
+
+def test_v1_learning_signal_groups_episodes_by_their_group(rd: RunDir) -> None:
+    """The baseline's signal check reads v1 train Episode records, grouped by the episode's group id."""
+    from selfimprove.phases.signal import learning_signal
+
+    arm = ArmDir(rd.root, "iter_0", "v1")
+    # two prompts x 2 rollouts: prompt 0 disagrees (1.0, 0.0), prompt 1 does not (0.0, 0.0)
+    write_lines(arm.train_file(1), [fake_episode(ex, r, "train", 1) for ex, r in ((0, 1.0), (0, 0.0), (1, 0.0), (1, 0.0))])
+    write_lines(arm.eval_file(0), [fake_episode(i, float(i % 2), "eval", 0) for i in range(4)])
+    sig = learning_signal(arm)
+    assert (sig["train_steps"], sig["train_groups"], sig["train_groups_with_spread"]) == ([1], 2, 1)
+    assert sig["has_signal"] and (sig["eval_step0_examples"], sig["eval_step0_reward_mean"]) == (4, 0.5)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A test double of prime-rl's `rl` command (seed dialect). Standard library only.
+"""A test double of prime-rl's `rl` command (seed dialect). Standard library only (seed tree).
 
     fake_rl.py @ a.toml @ b.toml --model.name M --max-steps 4 --orchestrator.batch-size 32 \
         --orchestrator.rollouts-per-example 4 --output-dir OUT [--ckpt.resume-step N]
@@ -15,7 +15,8 @@ one of the three resume trees is missing. Writes the prime-rl layout:
     OUT/run_default/broadcasts/step_N/{model.safetensors,STABLE}
     OUT/run_default/rollouts/step_N/{train,eval}_rollouts.jsonl   (prime-rl record fields)
 or, for a prime-rl >= 0.8 argv (--run.name), main's tree: OUT/checkpoints/step_N/{trainer,orchestrator},
-OUT/broadcasts/step_N, OUT/rollouts/step_N/{train,eval}/all/traces.jsonl.
+OUT/broadcasts/step_N, OUT/rollouts/step_N/{train,eval}/{all,effective}/traces.jsonl holding
+verifiers v1 Episode records (this path imports verifiers).
 
 Checkpoints at multiples of [ckpt] interval; evals at step 0 and at multiples of
 [orchestrator.eval] interval and at max_steps. Behaviour switches (env vars):
@@ -135,6 +136,32 @@ def row(example_id: int, reward: float, *, train: bool, canary: str, step: int) 
     return r
 
 
+def as_episode(r: dict, kind: str, step: int) -> dict:
+    """A seed-shaped fake row as prime-rl main writes an episode: verifiers v1 `Episode.to_record()`
+    (built with verifiers' own classes, so the readers see the real record shape)."""
+    import verifiers.v1 as vf
+    from verifiers.v1.episode import EnvInfo, GroupInfo, TrainRunInfo, TrainWorkInfo, EvalWorkInfo
+    from verifiers.v1.task import WireTaskData
+    from verifiers.v1.trace import ModelCall
+    from verifiers.v1.types import AssistantMessage, UserMessage, Usage
+
+    task = vf.TraceTask(type="ArithTask", data=WireTaskData(idx=r["example_id"], prompt=r["prompt"][0]["content"],
+                                                            answer=r["answer"], info=r["info"]))
+    trace = vf.Trace(task=task, agent=vf.AgentInfo(config=vf.AgentConfig()), ok=True, is_completed=True,
+                     metrics=dict(r["metrics"]), info={"advantage": r["advantage"]} if "advantage" in r else {})
+    trace.nodes = [vf.MessageNode(message=UserMessage(content=r["prompt"][0]["content"]), token_ids=[1] * 12,
+                                  mask=[False] * 12),
+                   vf.MessageNode(parent=0, message=AssistantMessage(content=r["completion"][0]["content"]),
+                                  sampled=True, token_ids=[2] * 5, mask=[True] * 5)]
+    trace.calls = [ModelCall(node=1, finish_reason="stop", usage=Usage(prompt_tokens=12, completion_tokens=5))]
+    if "reward" in r:
+        trace.rewards = {"correct_answer": vf.Reward(score=r["reward"])}
+    work = (TrainWorkInfo if kind == "train" else EvalWorkInfo)(step=step)
+    return vf.Episode(env=EnvInfo(id="selfimprove_arith.v1", name=kind), task=task,
+                      group=GroupInfo(id=f"{kind}-{step}-{r['example_id']}"),
+                      run=TrainRunInfo(id="fake", work=work), ok=True, traces=[trace]).to_record()
+
+
 def log_train_data(log: Path, out: Path, envs: list[dict]) -> None:
     """Which rows each train env would load: its installed package's dataset.jsonl, by sha256."""
     import hashlib
@@ -194,6 +221,13 @@ def main() -> None:
             return rd / "rollouts" / f"step_{step}" / kind / "all" / "traces.jsonl"
         return rd / "rollouts" / f"step_{step}" / f"{kind}_rollouts.jsonl"
 
+    def write_rows(step: int, kind: str, rows: list[dict], torn: bool = False) -> None:
+        """Seed records, or (main's tree) Episode records in all/ and, as main does, the effective subset."""
+        if main_layout:
+            rows = [as_episode(r, kind, step) for r in rows]
+            write_jsonl(episodes(step, kind).parent.parent / "effective" / "traces.jsonl", rows)
+        write_jsonl(episodes(step, kind), rows, torn=torn)
+
     if resume is not None:
         resume = int(resume)
         for need in (out / "checkpoints" / f"step_{resume}" / "trainer",
@@ -220,14 +254,14 @@ def main() -> None:
         return rows
 
     if start == 0 and ev.get("eval_base_model", True):
-        write_jsonl(episodes(0, "eval"), eval_rows(0, n_eval))
+        write_rows(0, "eval", eval_rows(0, n_eval))
     for step in range(start + 1, max_steps + 1):
         time.sleep(step_s)
         rng = random.Random(step)
         p = 0.0 if os.environ.get("FAKE_RL_NO_SIGNAL") else min(0.95, acc + 0.3 * step / max_steps)
         train = [row(i // rpe, 1.0 if rng.random() < p else 0.0, train=True, canary="", step=step)
                  for i in range(min(batch, 64))]
-        write_jsonl(episodes(step, "train"), train)
+        write_rows(step, "train", train)
         touch(rd / "broadcasts" / f"step_{step}" / "model.safetensors")
         touch(rd / "broadcasts" / f"step_{step}" / "STABLE", "")
         if interval and step % interval == 0:
@@ -241,7 +275,7 @@ def main() -> None:
         if crash_after and step >= crash_after:
             die(f"Traceback (most recent call last):\nRuntimeError: fake engine crashed after step {step}")
         if step % eval_interval == 0 and step != max_steps:
-            write_jsonl(episodes(step, "eval"), eval_rows(step, n_eval))
+            write_rows(step, "eval", eval_rows(step, n_eval))
 
     if os.environ.get("FAKE_RL_HANG"):
         print("fake rl: hanging before the final eval", flush=True)
@@ -249,8 +283,7 @@ def main() -> None:
             time.sleep(3600)
     time.sleep(env_f("FAKE_RL_EVAL_DELAY", 0))
     n_final = int(os.environ.get("FAKE_RL_EVAL_ROWS") or n_eval)
-    write_jsonl(episodes(max_steps, "eval"), eval_rows(max_steps, n_final),
-                torn=bool(os.environ.get("FAKE_RL_TORN")))
+    write_rows(max_steps, "eval", eval_rows(max_steps, n_final), torn=bool(os.environ.get("FAKE_RL_TORN")))
     time.sleep(env_f("FAKE_RL_EXIT_DELAY", 0))
     print("RL training finished!", flush=True)
     if stamp := os.environ.get("FAKE_RL_END_STAMP"):

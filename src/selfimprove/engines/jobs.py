@@ -58,7 +58,7 @@ class JobExpectation(BaseModel):
     num_examples: int  # final eval rows that mark the job done (eval rollouts_per_example = 1)
     cap_hours: float | None = None  # None = expected duration + 2 h
     expected_seconds: float | None = None  # None = projected from the observed step rate
-    eval_file: str | None = None  # None = <prime_out>/run_default/rollouts/step_<max_steps>/eval_rollouts.jsonl
+    eval_file: str | None = None  # None = arm.eval_file(max_steps): one line per rollout in both dialects
 
     def for_arm(self, arm: ArmDir) -> "JobExpectation":
         """A copy with `eval_file` resolved for `arm` (what job.json stores)."""

@@ -3,7 +3,8 @@
 `LineCounter` counts newline-terminated lines of a growing file without parsing
 it (the completion signal: eval rows are sealed, so the watcher never decodes
 them). `train_rewards` decodes TRAIN rows, which are fair game, and keeps only
-their rewards (the progress bar and the scratchpad trajectory need nothing else).
+their rewards (the progress bar and the scratchpad trajectory need nothing else); a
+line is a seed record or a v1 Episode record (`rollout_rows` maps both).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 from pathlib import Path
 
 from ..rundir import ArmDir
+from .rollout_rows import train_rewards_of
 
 TRAIN_FILE = "train_rollouts.jsonl"
 EVAL_FILE = "eval_rollouts.jsonl"
@@ -64,11 +66,11 @@ def train_rewards(path: Path) -> list[float]:
         if not line.strip():
             continue
         try:
-            reward = json.loads(line).get("reward")
-        except (json.JSONDecodeError, UnicodeDecodeError, AttributeError):
+            row = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
             continue
-        if isinstance(reward, (int, float)) and not isinstance(reward, bool):
-            out.append(float(reward))
+        if isinstance(row, dict):
+            out.extend(train_rewards_of(row))
     return out
 
 

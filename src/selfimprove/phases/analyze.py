@@ -1,7 +1,8 @@
 """Step 3a's inputs: the student's failed TRAIN rollouts and their aggregate shape.
 
 Reads iter_{N-1}'s final-step train rollouts (train rows are the teacher's
-material) and writes:
+material: seed records, or v1 Episode records mapped by `engines.rollout_rows.train_rows`,
+so failures.jsonl has the same fields in both layouts) and writes:
 
 - `failures.jsonl`: up to 200 lowest-reward rows, ascending, each with the step
   and line index the skeleton tag needs (`skeleton:train_step_<S>_idx_<I>`) and
@@ -21,6 +22,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from ..engines.rollout_rows import train_rows
 from ..engines.rollouts import train_steps
 from ..errors import SelfImproveError
 from ..rundir import ArmDir, atomic_write_json, atomic_write_text
@@ -74,22 +76,25 @@ def read_train_rollouts(path: Path, step: int) -> list[dict]:
                 r = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            text = completion_text(r.get("completion"))
-            rows.append(
-                {
-                    "step": step,
-                    "idx": idx,
-                    "example_id": r.get("example_id"),
-                    "reward": float(r.get("reward") or 0.0),
-                    "question": prompt_text(r.get("prompt")),
-                    "completion": text,
-                    "answer": r.get("answer"),
-                    "is_truncated": bool(r.get("is_truncated", False)),
-                    "completion_chars": len(text),
-                    "completion_tokens": completion_tokens(r.get("token_usage")),
-                    "metrics": r.get("metrics") or {},
-                }
-            )
+            if not isinstance(r, dict):
+                continue
+            for rollout in train_rows(r):  # a seed record, or each trace of a v1 Episode record
+                text = completion_text(rollout.get("completion"))
+                rows.append(
+                    {
+                        "step": step,
+                        "idx": idx,
+                        "example_id": rollout.get("example_id"),
+                        "reward": float(rollout.get("reward") or 0.0),
+                        "question": prompt_text(rollout.get("prompt")),
+                        "completion": text,
+                        "answer": rollout.get("answer"),
+                        "is_truncated": bool(rollout.get("is_truncated", False)),
+                        "completion_chars": len(text),
+                        "completion_tokens": completion_tokens(rollout.get("token_usage")),
+                        "metrics": rollout.get("metrics") or {},
+                    }
+                )
     return rows
 
 
@@ -139,7 +144,7 @@ def analyze_failures(
     steps = train_steps(prev, up_to=prev_final_step)
     if not steps:
         raise SelfImproveError(
-            f"{prev.rollouts}: no train_rollouts.jsonl up to step {prev_final_step}; "
+            f"{prev.rollouts}: no train rollouts ({prev.train_file(prev_final_step).name}) up to step {prev_final_step}; "
             f"the analysis needs {prev.name}'s train rollouts (re-run its training)"
         )
     steps = steps[::-1][: max_steps_back + 1]

@@ -1,8 +1,9 @@
 """Sealed eval aggregation (the seed's Phase 2B step 4, shared by every arm).
 
 Eval rows are sealed (seed Non-negotiable 1, DESIGN "Eval rows are sealed"):
-each line of eval_rollouts.jsonl is decoded and immediately reduced to
-(example_id, reward, correct); the decoded row is dropped on the spot, and no
+each line of eval_rollouts.jsonl (seed) or eval/all/traces.jsonl (v1 Episode records,
+one rollout per trace) is decoded and immediately reduced to (example_id, reward,
+correct) by `engines.rollout_rows.sealed_scores`; the decoded row is dropped on the spot, and no
 message of this module ever quotes a line (errors say "line 17: not JSON").
 Correctness is metrics.is_correct when the row has it, else reward >= 0.5, as
 in the seed's one-liner.
@@ -18,12 +19,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import time
 from collections import OrderedDict
 from pathlib import Path
 from typing import Iterator
 
+from ..engines.rollout_rows import sealed_scores
 from ..engines.rollouts import EVAL_FILE, TRAIN_FILE, train_rewards, train_steps
 from ..errors import EvalAggregationError, EvalParseError
 from ..faults import fault_point
@@ -52,32 +53,24 @@ class _NotJson(EvalParseError):
     """A line that does not decode (fatal unless it is the last line: then it is a torn write)."""
 
 
-def _number(v: object) -> float | None:
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)) and math.isfinite(v):
-        return float(v)
-    return None
-
-
-def _sealed_fields(line: bytes, lineno: int, path: Path) -> tuple[object, float, float | None]:
-    """(example_id, reward, is_correct or None) of one eval row; nothing else survives this call."""
+def _sealed_fields(line: bytes, lineno: int, path: Path) -> list[tuple[object, float, float | None]]:
+    """[(example_id, reward, is_correct or None)] of one eval line (one seed row, or one v1 Episode
+    record with one entry per trace); nothing else survives this call."""
     try:
         row = json.loads(line)
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise _NotJson(f"{path}: line {lineno}: not JSON; the engine wrote a corrupt eval file, re-run with --restart") from None
     if not isinstance(row, dict):
         raise EvalParseError(f"{path}: line {lineno}: not a JSON object")
-    reward = _number(row.get("reward"))
-    metrics = row.get("metrics")
-    is_correct = _number(metrics.get("is_correct")) if isinstance(metrics, dict) else None
-    example_id = row.get("example_id")
+    scores = sealed_scores(row)
     del row  # the rest of the row (prompt, completion, answer, info) goes no further
-    if reward is None:
-        raise EvalParseError(f"{path}: line {lineno}: no numeric 'reward'; is this an eval rollouts file of the seed dialect?")
-    if not isinstance(example_id, (int, str)) or isinstance(example_id, bool):
-        example_id = None
-    return example_id, reward, is_correct
+    out = []
+    for example_id, reward, is_correct in scores:
+        if reward is None:
+            raise EvalParseError(f"{path}: line {lineno}: no numeric 'reward'; is this an eval rollouts file "
+                                 "(a seed record or a verifiers v1 Episode record)?")
+        out.append((example_id, reward, is_correct))
+    return out
 
 
 def read_sealed(path: Path) -> tuple[list[tuple[object, float, float]], int, str]:
@@ -106,15 +99,16 @@ def read_sealed(path: Path) -> tuple[list[tuple[object, float, float]], int, str
                 dropped += 1  # torn: the writer stopped mid-line (only the last line can lack a newline)
                 continue
             try:
-                ex, reward, is_correct = _sealed_fields(line, lineno, path)
+                scores = _sealed_fields(line, lineno, path)
             except _NotJson as e:
                 pending = EvalParseError(str(e))
                 continue
-            if ex is None:
-                ex = len(out)  # no example_id: fall back to the row's position (pairing by order)
-            rules.add(RULE_IS_CORRECT if is_correct is not None else RULE_REWARD)
-            correct = is_correct if is_correct is not None else (1.0 if reward >= 0.5 else 0.0)
-            out.append((ex, reward, correct))
+            for ex, reward, is_correct in scores:
+                if ex is None:
+                    ex = len(out)  # no example_id: fall back to the row's position (pairing by order)
+                rules.add(RULE_IS_CORRECT if is_correct is not None else RULE_REWARD)
+                correct = is_correct if is_correct is not None else (1.0 if reward >= 0.5 else 0.0)
+                out.append((ex, reward, correct))
     if pending is not None:
         dropped += 1  # the final line was not JSON: torn, not fatal
     if len(rules) == 1:

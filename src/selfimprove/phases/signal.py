@@ -35,7 +35,8 @@ import json
 import statistics
 from pathlib import Path
 
-from ..engines.rollouts import TRAIN_FILE, train_steps
+from ..engines.rollout_rows import group_rewards_of
+from ..engines.rollouts import train_steps
 from ..rundir import ArmDir
 from .evals import eval_file, read_sealed
 
@@ -46,8 +47,8 @@ NEAR_ZERO_GROUP_SD = 0.01  # mean within-group reward sd below this is "near zer
 
 
 def _train_groups(path: Path) -> list[list[float]]:
-    """Rewards per prompt group (env name, example id) of one train rollouts file; torn lines skipped."""
-    groups: dict[tuple[str, str], list[float]] = {}
+    """Rewards per prompt group of one train rollouts file (seed rows or v1 Episode records); torn lines skipped."""
+    groups: dict[str, list[float]] = {}
     try:
         lines = path.read_bytes().splitlines()
     except FileNotFoundError:
@@ -57,10 +58,8 @@ def _train_groups(path: Path) -> list[list[float]]:
             rec = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
             continue
-        reward = rec.get("reward") if isinstance(rec, dict) else None
-        if isinstance(reward, (int, float)) and not isinstance(reward, bool):
-            key = (str(rec.get("env_name")), str(rec.get("example_id")))
-            groups.setdefault(key, []).append(float(reward))
+        for key, reward in group_rewards_of(rec) if isinstance(rec, dict) else []:
+            groups.setdefault(key, []).append(reward)
     return list(groups.values())
 
 
@@ -68,7 +67,7 @@ def learning_signal(arm: ArmDir) -> dict:
     """The evidence and the verdict, as recorded in run.json `learning_signal`."""
     steps = train_steps(arm)
     steps = [s for s in steps if s >= 1][:FIRST_TRAIN_STEPS]
-    groups = [g for s in steps for g in _train_groups(arm.rollout_step(s) / TRAIN_FILE)]
+    groups = [g for s in steps for g in _train_groups(arm.train_file(s))]
     multi = [g for g in groups if len(g) > 1]
     spread = sum(1 for g in multi if max(g) - min(g) > SPREAD_EPS)
     group_sd = statistics.fmean(statistics.pstdev(g) for g in multi) if multi else None

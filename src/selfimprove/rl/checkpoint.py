@@ -21,10 +21,10 @@ and `run_default/broadcasts/step_N/STABLE` (prime-rl's three trees); weights/ is
 With a prime-rl >= 0.8 config (`Layout(out, "v1")`) the tree is main's (559b44772,
 utils/pathing.py and monitors/file.py): no `run_default/`, both checkpoint sides under
 `checkpoints/step_N/{trainer,orchestrator}`, `broadcasts/step_N`, episodes in
-`rollouts/step_N/{train,eval}/all/traces.jsonl`, and one metrics row per step in
-`metrics.jsonl`. Two differences remain: the episode rows are this engine's rollout records
-(the seed's fields), not verifiers v1 `Episode.to_record()`; and `weights/step_N` (HF weights,
-which main no longer writes) is kept, because the loop loads the final student from it.
+`rollouts/step_N/{train,eval}/{all,effective}/traces.jsonl` holding verifiers v1
+`Episode.to_record()` rows (`rl/episodes.py`), and one metrics row per step in `metrics.jsonl`.
+One difference remains: `weights/step_N` (HF weights, which main no longer writes) is kept,
+because the loop loads the final student from it.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class Layout:
     def rollouts(self, n: int) -> Path:
         return self.run_root / "rollouts" / f"step_{n}"
 
-    def train_file(self, n: int) -> Path:
+    def train_file(self, n: int) -> Path:  # v1: the all/ subset (effective/ sits beside it)
         return self.rollouts(n) / ("train/all/traces.jsonl" if self.kind == "v1" else "train_rollouts.jsonl")
 
     def eval_file(self, n: int) -> Path:

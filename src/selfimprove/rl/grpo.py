@@ -29,13 +29,16 @@ def group_advantages(rewards: list[float], group: int) -> tuple[list[float], flo
 
 def grpo_step(model, opt, records: list[dict], group: int, *, pad_id: int, max_norm: float = 1.0,
               clip_eps: float = 0.2, kl_coef: float = 0.0, ref_model=None, micro_batch: int = 256) -> dict:
-    """One update from `records` (grouped by prompt, `group` rollouts each); sets record["advantage"]."""
+    """One update from `records` (grouped by prompt, `group` rollouts each); sets record["advantage"]
+    (and the private record["_trained"] on the rollouts the update uses)."""
     adv, zero_var = group_advantages([r["reward"] for r in records], group)
     for rec, a in zip(records, adv):
         rec["advantage"] = a
         rec["is_filtered"] = False
     total_tokens = sum(len(r["_ids"][1]) for r in records)
     active = [i for i, a in enumerate(adv) if a != 0.0] if kl_coef == 0 else list(range(len(records)))
+    for i in active:
+        records[i]["_trained"] = True  # prime-rl main's "effective" train episodes are the ones trained on
     stats = {"zero_var": zero_var, "active": len(active), "loss": 0.0, "grad_norm": 0.0, "kl": 0.0}
     if not active or total_tokens == 0:
         return stats  # no signal: no optimizer step at all (AdamW would still decay weights)

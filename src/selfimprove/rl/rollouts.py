@@ -163,7 +163,8 @@ def run_rollouts(model, tok, spec_rows: list[tuple[EnvSpec, dict]], *, n: int, t
     """`n` samples of each (env, row); returns one prime-rl record per sample, grouped per row.
 
     Records keep the token ids under the private key `_ids` (prompt, completion)
-    for the update; `strip_private` removes them before writing.
+    for the update, and for a v1 source its Task and scored Trace (`_task`, `_trace`)
+    for the Episode rows; `strip_private` removes them before writing a seed row.
     """
     prompts, owners = [], []
     for spec, row in spec_rows:
@@ -217,6 +218,9 @@ def run_rollouts(model, tok, spec_rows: list[tuple[EnvSpec, dict]], *, n: int, t
             "sampling_args": sampling_args,
             "env_name": spec.name,
             "_ids": (prompts[i], comps[i]),
+            "_env_id": spec.id,
+            "_task": row.get("_task"),  # v1 sources: the Task, and the Trace it scored (episode rows)
+            "_trace": s.get("trace"),
         })
     return records
 

@@ -61,12 +61,14 @@ def taskset_rows(env: TasksetEnv, n: int = -1) -> list[dict]:
 
 
 def score_tasks(env: TasksetEnv, rows: list[dict], texts: list[str], truncated: list[bool] | None = None) -> list[dict]:
-    """Score each (row, reply) with the row's task; returns reward/metrics/error/seconds like score_completions."""
+    """Score each (row, reply) with the row's task; returns reward/metrics/error/seconds like score_completions,
+    plus the scored verifiers Trace (None when scoring raised) the v1 episode rows are built from."""
 
     async def run() -> list[dict]:
         results = []
         for row, text in zip(rows, texts):
             t0 = time.perf_counter()
+            trace = None
             try:
                 trace = await verifiers_v1.score_reply(row["_task"], text)
                 metrics = {k: float(v) for k, v in trace.metrics.items() if v is not None}
@@ -74,10 +76,10 @@ def score_tasks(env: TasksetEnv, rows: list[dict], texts: list[str], truncated: 
                 reward, error = float(trace.reward), None
             except Exception as e:  # a reward raised: verifiers marks the rollout failed; we score it 0
                 cause = e.__cause__ or e
-                reward, metrics = 0.0, {}
+                reward, metrics, trace = 0.0, {}, None
                 error = {"error": type(cause).__name__, "message": str(cause) or type(cause).__name__,
                          "error_chain_repr": repr(e), "error_chain_str": str(e)}
-            results.append({"reward": reward, "metrics": metrics, "error": error,
+            results.append({"reward": reward, "metrics": metrics, "error": error, "trace": trace,
                             "scoring_s": time.perf_counter() - t0})
         return results
 

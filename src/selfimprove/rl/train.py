@@ -23,6 +23,7 @@ from ..rundir import atomic_write_text
 from ..stack.prime_rl import CONFIG_ERROR
 from .checkpoint import (Layout, check_output_dir, load_orchestrator, load_trainer, prune, prune_broadcasts,
                          save_broadcast, save_orchestrator, save_trainer, save_weights, write_jsonl)
+from .episodes import episode_rows, write_episodes
 from .config import EngineConfig, ignored_keys, resolved_tomls
 from .grpo import grpo_step
 from .logs import Log
@@ -144,7 +145,7 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
 
     def evaluate(n: int) -> None:
         t0 = time.time()
-        rows = []
+        rows, episodes, effective = [], [], []
         for s in evals:
             rpe = s.rollouts_per_example or cfg.eval.rollouts_per_example
             gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 7919 * n + 1)
@@ -153,8 +154,15 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
             mean = sum(r["reward"] for r in recs) / max(1, len(recs))
             olog.info(f"Evaluated {s.name} at step {n} | Avg@{rpe}: {mean:.4f} | Examples: {len(s.rows)} | "
                       f"Time: {time.time() - t0:.2f}s")
-            rows += [strip_private(r) for r in recs]
-        write_jsonl(lay.eval_file(n), rows)
+            if lay.kind == "v1":  # eval effective = the rollouts that did not error
+                a, e = episode_rows(recs, "eval", n, rpe, [True] * len(recs))
+                episodes, effective = episodes + a, effective + e
+            else:
+                rows += [strip_private(r) for r in recs]
+        if lay.kind == "v1":
+            write_episodes(lay.rollouts(n), "eval", episodes, effective)
+        else:
+            write_jsonl(lay.eval_file(n), rows)
 
     if cfg.eval:
         if start is None and cfg.eval.eval_base_model:
@@ -177,7 +185,11 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
         stats = grpo_step(model, opt, records, cfg.rollouts_per_example, pad_id=tok.pad_token_id, max_norm=cfg.max_norm,
                           clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, ref_model=ref_model)
         t_upd = time.time() - t0 - t_gen
-        write_jsonl(lay.train_file(step), [strip_private(r) for r in records])
+        if lay.kind == "v1":
+            write_episodes(lay.rollouts(step), "train", *episode_rows(
+                records, "train", step, cfg.rollouts_per_example, [bool(r.get("_trained")) for r in records]))
+        else:
+            write_jsonl(lay.train_file(step), [strip_private(r) for r in records])
         save_broadcast(lay, step, model)
         prune_broadcasts(lay, step)
 
