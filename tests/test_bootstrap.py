@@ -222,7 +222,8 @@ def test_env_python_default_and_recorded(cli, runs_dir, tmp_path, monkeypatch):
     assert run["env_python"] == str(venv_python) and f"PRIME_RL_DIR={prime}" in run["env_python_source"]
     assert run["versions"]["env_verifiers"] == run["versions"]["verifiers"]
 
-    res = boot(cli, runs_dir, "gsm8k", "--json", "--env-python", sys.executable)
+    # another runs dir: a second gsm8k run in the same second would name the same run dir
+    res = boot(cli, tmp_path / "runs-explicit", "gsm8k", "--json", "--env-python", sys.executable)
     assert res.exit_code == 0, res.stderr
     run = json.loads(res.stdout)
     assert (run["env_python"], run["env_python_source"]) == (sys.executable, "--env-python")
