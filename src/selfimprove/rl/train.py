@@ -54,6 +54,13 @@ class Cursor:
         return {"epoch": self.epoch, "pos": self.pos}
 
 
+def source_cursors(seed: int, train: list[EnvSpec]) -> dict[str, Cursor]:
+    """One Cursor per train source (keyed by name, as checkpoints store them), seeded by the run seed and the
+    source's POSITION, not its name: a generated package's name carries a per-run token, and seeding by it
+    made two runs of the same data from the same checkpoint walk their rows in different orders."""
+    return {s.name: Cursor(len(s.rows), f"{seed}:source{i}") for i, s in enumerate(train)}
+
+
 def _load_specs(blocks, split: str, cache: dict, tok, n_eval_default: int = -1, layout: str = "seed") -> list[EnvSpec]:
     """Load each env block: a classic env (seed layout) picks its own train/eval split; a v1 source
     (prime-rl >= 0.8 layout) is a Taskset whose config already picks its rows."""
@@ -132,7 +139,7 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
 
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=cfg.betas, weight_decay=cfg.weight_decay)
     ref_model = copy.deepcopy(model).eval() if cfg.kl_coef > 0 else None
-    cursors = {s.name: Cursor(len(s.rows), f"{cfg.seed}:{s.name}") for s in train}
+    cursors = source_cursors(cfg.seed, train)
     step = 0
     if start is not None:
         load_trainer(lay, start, model, opt)
