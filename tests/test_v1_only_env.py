@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -127,6 +129,10 @@ def test_generator_skeleton_names_the_taskset_not_load_environment(sums_hub: Hub
     ast.parse(text)
     assert "REAL_TASKSET = importlib.import_module('v1_only_sums')" in text and "load_environment" not in text
     assert "api: verifiers.v1" in text and "inside <answer></answer> tags" in text
+    classic = sums_hub.model_copy(update={"api": "verifiers.classic", "taskset": None, "env_id": "selfimprove-arith"})
+    text = render_generator_skeleton(classic, 1, verifiers_classic)
+    ast.parse(text)
+    assert "REAL_ENV = vf.load_environment('selfimprove-arith', **{})" in text and "REAL_ENV.parser.parse_answer" in text
 
 
 def test_a_taskset_only_env_with_a_raising_reward_is_refused(new_run, cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -153,3 +159,17 @@ def test_round_trip_of_a_missing_taskset_is_one_line(sums_hub: HubEnv):
         env_api_v1.round_trip_gate(gone, [_row("q", "1", "<answer>1</answer>")])
     assert "no_such_taskset_module" in str(e.value) and "\n" not in str(e.value)
     assert json.dumps(gone.taskset["rewards"])  # the section stays JSON
+
+
+def test_v1_skeleton_with_a_parser_object_runs(sums_hub: HubEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """When the taskset module holds a parser (v1_only_arith's PARSER), the skeleton asserts the round trip with it."""
+    arith = Path(__file__).parent / "envs" / "v1_only_arith"
+    hub = sums_hub.model_copy(deep=True)
+    hub.taskset["taskset_id"] = "v1_only_arith"
+    hub.taskset["answer_extraction"]["parsers"] = [{"attr": "PARSER", "class": "XMLParser"}]
+    text = render_generator_skeleton(hub, 1, env_api_v1)
+    assert "REAL_PARSER = REAL_TASKSET.PARSER" in text and "REAL_PARSER.parse_answer(row[\"info\"][\"reasoning\"])" in text
+    (tmp_path / "gen_dataset.py").write_text(text)
+    proc = subprocess.run([sys.executable, "gen_dataset.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(arith)})
+    assert proc.returncode == 0 and "wrote 0 rows" in proc.stdout, proc.stderr[-2000:]

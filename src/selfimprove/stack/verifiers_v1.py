@@ -3,19 +3,22 @@
 prime-rl main imports a taskset id as a module whose `__all__` exports exactly one
 `verifiers.v1.Taskset` subclass (prime-rl #3226). `find_taskset` applies that rule with one
 line naming the module and the fix; `describe_taskset` reads what the teacher contract needs
-for hub_env.json's `taskset` section: the Task class, its rewards with weights and its
-metrics, the config fields, the first task's prompt, system prompt and answer field, the
-train/eval arguments, and how the answer is read (a v1 reward reads the reply from the trace
-itself: the parser objects its module holds are named, and every reward is run once on probe
-replies, so a reward that raises on a reply it cannot read is refused here, not mid-training).
+for hub_env.json: the Task class, its rewards with weights and its metrics, the config
+fields, the first task's prompt, system prompt and answer field, the train/eval arguments,
+3 TRAIN tasks as samples (eval tasks are counted, never read), and how the answer is read (a
+v1 reward reads the reply from the trace itself: the parser objects its module holds are
+named, and every reward is run once on probe replies, so a reward that raises on a reply it
+cannot read is refused here, not mid-training).
 
 `taskset_for_env` finds the taskset of an env module: the module itself when it exports one,
 else its `<module>.v1` wrapper (the layout `selfimprove_arith` ships: a classic env with a v1
 Taskset beside it). `trace_for` / `score_reply` score one reply offline (no model server),
 as the CPU engine does.
 
-This imports the env, so selfimprove runs it in a fresh interpreter (`probe_taskset`): the
-env's interpreter, as for the classic probe.
+This imports the env, so selfimprove runs it in a fresh interpreter (`run_in_env_python`,
+the env's interpreter, as for the classic probe): `_main` answers a describe request, and the
+dataset gate's round trip and eval hashing (taskset_gates.py). What the phases call is
+env_api_v1.py.
 """
 
 from __future__ import annotations
