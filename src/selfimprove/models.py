@@ -180,7 +180,7 @@ class HubEnv(FileModel):
 
     env_id: str  # id passed to load_environment
     env_args: dict[str, Any] = Field(default_factory=dict)
-    module: str  # python module that provides load_environment
+    module: str  # python module that provides load_environment (or, for a Taskset-only env, the v1 Taskset)
     source: Literal["hub", "local", "env-path"]
     env_class: str
     parser_class: str
