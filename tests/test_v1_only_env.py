@@ -173,3 +173,18 @@ def test_v1_skeleton_with_a_parser_object_runs(sums_hub: HubEnv, tmp_path: Path,
     proc = subprocess.run([sys.executable, "gen_dataset.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(arith)})
     assert proc.returncode == 0 and "wrote 0 rows" in proc.stdout, proc.stderr[-2000:]
+
+
+@pytest.mark.skipif(not os.environ.get("SELFIMPROVE_TEST_VERIFIERS_04_PYTHON"),
+                    reason="set SELFIMPROVE_TEST_VERIFIERS_04_PYTHON to a Python with verifiers 0.4.x (v1 API only)")
+def test_the_env_steps_under_verifiers_04(sums_env, sums_hub: HubEnv):
+    """The same describe / round trip / eval hashing in a `pip install verifiers` (0.4.x) interpreter."""
+    py = os.environ["SELFIMPROVE_TEST_VERIFIERS_04_PYTHON"]
+    api, info, taskset = env_api_v1.describe_env("v1-only-sums", {}, timeout=300, python=py)
+    assert info["verifiers_version"].startswith("0.4") and (info["train_size"], info["eval_size"]) == (300, 60)
+    assert info["train_samples"] == [s.model_dump() for s in sums_hub.train_samples]
+    hub = sums_hub.model_copy(update={"taskset": taskset})
+    q = "Ana has 40 apples and is given 2 more. How many apples does Ana have now?"
+    report = env_api_v1.round_trip_gate(hub, [_row(q, "42", "<answer>42</answer>"), _row(q, "43", "<answer>42</answer>")], python=py)
+    assert {f.rule: f.rows for f in report.failures} == {"round_trip_not_full_marks": [1]}
+    assert env_api_v1.eval_ngrams(hub, 50, python=py).n_questions == 60

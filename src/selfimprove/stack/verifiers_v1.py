@@ -105,8 +105,14 @@ def load_tasks(module_name: str, args: dict[str, Any] | None = None, limit: int 
         raise ConfigError(f"taskset module '{module_name}': config {args or {}} refused: {_first_line(e)}; "
                           f"use the fields of {config_class(taskset_class).__name__}") from None
     if limit is not None and limit >= 0:
-        taskset = taskset.head(limit)
+        taskset = first_tasks(taskset, limit)
     return list(taskset)
+
+
+def first_tasks(taskset, n: int):
+    """A view of the taskset's first `n` tasks: `head` in verifiers 0.3's v1, `take` in 0.4."""
+    view = getattr(taskset, "head", None) or taskset.take
+    return view(n)
 
 
 # ---------------------------------------------------------------- scoring one reply offline
