@@ -1306,21 +1306,34 @@ class ArithTeacher:
         key = json.dumps([hub.get("env_id"), hub.get("env_args") or {}], sort_keys=True)
         if key not in self._train_cache:
             try:
-                import verifiers as vf
-
-                env = vf.load_environment(hub["env_id"], **(hub.get("env_args") or {}))
-                src = getattr(env, "dataset_source", None)  # the TRAIN split builder
-                ds = src() if callable(src) else (src if src is not None else env.get_dataset())
-                if "question" in ds.column_names:
-                    qs = [str(q) for q in ds["question"]]
+                self._train_cache[key] = self._classic_train_questions(hub)
+            except Exception as e:  # noqa: BLE001 - no classic side (a Taskset-only env), or it fails to load
+                if hub.get("api") == "verifiers.v1" and hub.get("taskset"):
+                    self._train_cache[key] = self._taskset_train_questions(hub["taskset"])
                 else:
-                    qs = [_message_text(p, "user") for p in ds["prompt"]]
-                self._train_cache[key] = qs
-            except Exception as e:  # noqa: BLE001 - any failure: fall back to the rollouts' questions
-                print(f"arith_teacher: could not load the train split of {hub.get('env_id')} ({e}); "
-                      f"using the anchor's rollout questions", file=sys.stderr)
-                return sorted({o.question for o in anchor}), "the anchor's train rollouts (train split not loadable)"
+                    print(f"arith_teacher: could not load the train split of {hub.get('env_id')} ({e}); "
+                          f"using the anchor's rollout questions", file=sys.stderr)
+                    return sorted({o.question for o in anchor}), "the anchor's train rollouts (train split not loadable)"
         return self._train_cache[key], f"the TRAIN split of {hub.get('env_id')}"
+
+    @staticmethod
+    def _classic_train_questions(hub: dict) -> list[str]:
+        import verifiers as vf
+
+        env = vf.load_environment(hub["env_id"], **(hub.get("env_args") or {}))
+        src = getattr(env, "dataset_source", None)  # the TRAIN split builder
+        ds = src() if callable(src) else (src if src is not None else env.get_dataset())
+        if "question" in ds.column_names:
+            return [str(q) for q in ds["question"]]
+        return [_message_text(p, "user") for p in ds["prompt"]]
+
+    @staticmethod
+    def _taskset_train_questions(taskset: dict) -> list[str]:
+        """The user prompts of a verifiers v1 Taskset's TRAIN tasks (hub_env.json `taskset.train_args`)."""
+        from selfimprove.stack.verifiers_v1 import load_tasks, prompt_messages  # the teacher runs in selfimprove's venv
+
+        tasks = load_tasks(taskset["taskset_id"], taskset.get("train_args") or {})
+        return [_message_text(prompt_messages(t), "user") for t in tasks]
 
     def _train_index(self, questions: list[str]) -> dict[str, list[Obs]]:
         """Train questions classified by structure (cached: the split does not change within a run)."""

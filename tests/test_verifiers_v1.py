@@ -115,12 +115,12 @@ def test_introspect_refuses_a_raising_reward_with_exit_1(new_run, cli, modules: 
     assert not RunDir(run).hub_env_json.exists()
 
 
-def test_introspect_refuses_a_taskset_only_env_with_the_fix(new_run, cli, modules: Path):
-    """The round trip and decontamination still read the env through load_environment: one line saying so."""
+def test_introspect_describes_a_taskset_only_env_from_its_taskset(new_run, cli, modules: Path):
+    """No load_environment: every hub_env.json field comes from the Taskset (tests/test_v1_only_env.py goes further)."""
     (modules / "ts_only.py").write_text(MODULES["v1_good"])
     run = new_run("ts-only", "--stack", "v1")
     res = cli("introspect", "--run-dir", run)
-    assert res.exit_code == 1
-    err = " ".join(res.stderr.split())
-    assert "env module 'ts_only' has no load_environment" in err and "add one beside the Taskset" in err
-    assert not RunDir(run).hub_env_json.exists()
+    assert res.exit_code == 0, res.stderr
+    hub = json.loads(RunDir(run).hub_env_json.read_text())
+    assert (hub["env_class"], hub["rubric_class"], hub["parser_class"]) == ("S", "T", "none")
+    assert hub["train_samples"] == [{"question": "1+1", "answer": "2", "info": {}}] and hub["eval_size"] is None

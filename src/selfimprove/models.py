@@ -180,7 +180,7 @@ class HubEnv(FileModel):
 
     env_id: str  # id passed to load_environment
     env_args: dict[str, Any] = Field(default_factory=dict)
-    module: str  # python module that provides load_environment
+    module: str  # python module that provides load_environment (or, for a Taskset-only env, the v1 Taskset)
     source: Literal["hub", "local", "env-path"]
     env_class: str
     parser_class: str
@@ -211,7 +211,9 @@ class HubEnv(FileModel):
             return self.answer_format_instruction
         fields = self.parser_config.get("fields")
         where = "no sentence of the system prompt states it" if self.system_prompt else "the env has no system prompt"
-        return f"({where}; the {self.parser_class}{f' {fields}' if fields else ''} decides: see the train samples)"
+        # a Taskset-only env's module may hold no parser: its Task's rewards read the reply themselves
+        decider = f"the {self.rubric_class} task's rewards" if self.parser_class == "none" else self.parser_class
+        return f"({where}; the {decider}{f' {fields}' if fields else ''} decides: see the train samples)"
 
 
 class ExampleScore(BaseModel):

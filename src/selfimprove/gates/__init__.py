@@ -9,7 +9,8 @@ first), with generated-row indices where rows are at fault:
     provenance.py  skeleton tags name a row of failures.jsonl; no copy or alias of a failed prompt
     diversity.py   Pillar 2: every bucket varies >= 3 of the seed's five axes (info.axes)
     ngram_hash.py  stdlib-only eval n-gram hashing, loadable by path where eval rows are read
-    roundtrip.py   the hub parser extracts every row's answer from info.reasoning
+    roundtrip.py   the hub parser extracts every row's answer from info.reasoning (a v1 Taskset-only
+                   env: the hub Task's own rewards give info.reasoning full marks)
     reward_lint.py custom reward functions (Non-negotiable 4), run in a subprocess
 
 Rule ids are unique across gates, so reports can be merged (`merge_reports`).
@@ -33,7 +34,7 @@ from .report import (
 )
 from .provenance import check_failure_provenance
 from .reward_lint import lint_reward_functions
-from .roundtrip import check_round_trip
+from .roundtrip import check_reward_round_trip, check_round_trip
 
 __all__ = [
     "GateFailure",
@@ -59,6 +60,7 @@ __all__ = [
     "check_diversity",
     "EvalNgramIndex",
     "eval_ngram_index",
+    "check_reward_round_trip",
     "check_round_trip",
     "lint_reward_functions",
 ]

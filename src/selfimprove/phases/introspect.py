@@ -8,9 +8,12 @@ Steps, in order:
    - not found on the hub  -> run.json status=aborted, reason "hub env <id> not found"; exit 1
    - hub unreachable       -> exit 75, run.json untouched (retry later)
    - not importable, no hub id -> one line saying how to install it; run untouched
-2. Introspection in a fresh interpreter (`stack.verifiers_classic.introspect_env`):
+2. Introspection in a fresh interpreter, through the run's env API (`env_api.describe_env`):
    classes, parser config, rubric functions and weights, the full system prompt and
-   its answer-format sentence, split sizes, 3 TRAIN rows (never eval rows).
+   its answer-format sentence, split sizes, 3 TRAIN rows (never eval rows). A classic
+   env: `load_environment` (stack/verifiers_classic.py). A `--stack v1` run: the v1
+   Taskset too (hub_env.json `taskset`); a Taskset-only env fills every field from it
+   (stack/env_api_v1.py).
 3. The seed's Qwen3 rule (3c): warn when the student is a Qwen3 variant and the
    parser strips <think> (ThinkParser); printed and kept in hub_env.json warnings.
 4. Write the scratchpad's "Phase 1" section, then hub_env.json LAST (its presence
@@ -219,10 +222,10 @@ def introspect(
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)
 
         console.print(f"  loading {cfg.hub_id} in a fresh Python ({python}) ...", highlight=False, markup=False, soft_wrap=True)
-        # the API the run's engine loads the env through, first: a v1 run refuses a bad Taskset (or an env
-        # the rest of the loop cannot read yet) before the classic probe's slower load
-        api, taskset = dialect_for(cfg).env_api.describe_api(vc.env_module_name(cfg.hub_id), cfg.env_args, python)
-        info = vc.introspect_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python)
+        # through the API the run's engine loads the env with: the classic probe (load_environment), or
+        # in a v1 run the Taskset first (a bad one is refused before any slower load), then the classic
+        # probe only when the env also has a classic side; a Taskset-only env is described by its Taskset
+        api, info, taskset = dialect_for(cfg).env_api.describe_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python)
         warnings = list(info.get("warnings") or [])
         warnings += qwen3_warnings(cfg.model, info["parser_class"], info.get("parser_config") or {})
         hub = HubEnv(

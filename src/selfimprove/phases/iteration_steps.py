@@ -29,12 +29,10 @@ from ..gates.provenance import check_failure_provenance
 from ..gates.ngram_hash import EvalNgramIndex
 from ..gates.report import WeaknessReport, check_weakness_report, render_report_skeleton
 from ..gates.reward_lint import lint_reward_functions
-from ..gates.roundtrip import check_round_trip
 from ..models import RunConfig
 from ..resources import project_file
 from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
-from ..stack import verifiers_classic
 from ..stack.dialects import dialect_for
 from ..stack.env_python import env_python_of
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
@@ -60,20 +58,25 @@ def write_skeletons(rd: RunDir, n: int, analysis: dict) -> None:
         atomic_write_text(report, render_report_skeleton(prev_acc, analysis))
     gen = it.dir / "gen_dataset.py"
     if not gen.exists():
-        text = Template(project_file("templates/gen_dataset.py.tmpl").read_text(encoding="utf-8")).substitute(
-            iter=n,
-            env_id=hub.env_id,
-            env_id_repr=repr(hub.env_id),
-            env_args_repr=repr(hub.env_args),
-            parser_class=hub.parser_class,
-            parser_config=json.dumps(hub.parser_config),
-            answer_format=hub.answer_format_text(),
-        )
-        atomic_write_text(gen, text)
+        atomic_write_text(gen, render_generator_skeleton(hub, n, dialect_for(rd.read_run()).env_api))
     for name in ("weakness_report.md", "gen_dataset.py"):
         hashes[name] = file_sha256(it.dir / name)
     old = _read_json(it.dir / "skeletons.json") or {}
     atomic_write_json(it.dir / "skeletons.json", {**hashes, **old})
+
+
+def render_generator_skeleton(hub, n: int, env_api) -> str:
+    """iter_n's gen_dataset.py skeleton; its real-env lines (load_environment and the parser's round
+    trip, or the v1 taskset module) come from the run's env API."""
+    return Template(project_file("templates/gen_dataset.py.tmpl").read_text(encoding="utf-8")).substitute(
+        iter=n,
+        env_id=hub.env_id,
+        api=hub.api,
+        parser_class=hub.parser_class,
+        parser_config=json.dumps(hub.parser_config),
+        answer_format=hub.answer_format_text(),
+        **env_api.generator_skeleton(hub),
+    )
 
 
 def append_iteration_entry(rd: RunDir, n: int, analysis: dict) -> None:
@@ -257,9 +260,8 @@ def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> Gate
     reports = [check_dataset(rows, report)]
     if load_failures:
         reports.append(GateReport.build("load", load_failures))
-    reasoning = [str((r.get("info") or {}).get("reasoning", "")) if isinstance(r, dict) else "" for r in rows]
-    parsed = verifiers_classic.run_parser_over(hub.env_id, hub.env_args, reasoning, python=python)
-    reports.append(check_round_trip(rows, dict(zip(reasoning, parsed)).get))
+    env_api = dialect_for(rd.read_run()).env_api
+    reports.append(env_api.round_trip_gate(hub, rows, python=python))  # the hub parser, or the v1 Task's rewards
     reports.append(check_near_duplicates(rows, prior_rows(rd, n)))
     reports.append(check_eval_overlap(rows, eval_index(rd)))
     reports.append(check_failure_provenance(rows, load_dataset_jsonl(it.dir / "failures.jsonl")[0]))
@@ -284,20 +286,21 @@ def eval_index(rd: RunDir) -> EvalNgramIndex:
     """n-gram hashes of the rows the engine evaluates, cached in the run dir (hashes only: no eval text on disk).
 
     The eval split; for an env without one, the first `eval_examples` train rows, which
-    verifiers evaluates instead (and which the gate must then keep out of generated data).
+    the engine evaluates instead (and which the gate must then keep out of generated data).
+    The index is built by the run's env API (classic questions or v1 task prompts) in the env's Python.
     """
     hub = rd.read_hub_env()
     cfg = rd.read_run()
     cache = rd.root / "eval_ngrams.json"
-    key = {"env_id": hub.env_id, "env_args": hub.env_args, "fallback_examples": cfg.eval_examples}
+    env_api = dialect_for(cfg).env_api
+    key = env_api.eval_ngrams_key(hub, cfg.eval_examples)
     data = _read_json(cache)
     if data and data.get("key") == key:
         try:
             return EvalNgramIndex.from_json(data["index"])
         except (KeyError, ValueError):
             pass  # an older hashing version: rebuild
-    index = verifiers_classic.eval_question_ngrams(hub.env_id, hub.env_args, fallback_examples=cfg.eval_examples,
-                                                   python=env_python_of(cfg))
+    index = env_api.eval_ngrams(hub, cfg.eval_examples, python=env_python_of(cfg))
     atomic_write_json(cache, {"key": key, "index": index.to_json()})
     return index
 

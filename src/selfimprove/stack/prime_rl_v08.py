@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from . import verifiers_v1 as env_api  # the verifiers API this dialect's envs speak
+from . import env_api_v1 as env_api  # the verifiers API this dialect's envs speak (v1 Tasksets)
 from ..rundir import atomic_write_text
 from . import prime_rl as seed_dialect
 from .prime_rl_keys import (

@@ -13,8 +13,8 @@ takes `python=` (default: this interpreter):
     install_editable(Path("envs/my_env"))                  # pip install -e, into this interpreter
 
 What is not covered: environments that need a model server or credentials to
-*load* (JudgeRubric clients are built lazily, so most load fine); the v1 API of
-verifiers >= 0.4 (a second dialect would live next to this module).
+*load* (JudgeRubric clients are built lazily, so most load fine). The v1 API of
+verifiers (a Taskset) is env_api_v1.py / verifiers_v1.py, beside this module.
 """
 
 from __future__ import annotations
@@ -326,19 +326,51 @@ def parse_answers(
 
 
 # ---------------------------------------------------------------- what the phases ask of the env API
-# (the same four names in verifiers_v1; a dialect module carries one of the two as `env_api`)
+# (the same names in env_api_v1; a dialect module carries one of the two as `env_api`)
 
 API = "verifiers.classic"
 
 
-def describe_api(env_module: str, env_args: dict[str, Any], python: str | None = None) -> tuple[str, dict | None]:
-    """(hub_env.json `api`, extra section): the classic fields are the probe's own, nothing more."""
-    return API, None
+def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, python: str | None = None
+                 ) -> tuple[str, dict[str, Any], dict | None]:
+    """(hub_env.json `api`, its classic fields, extra section): the classic probe's fields, nothing more."""
+    return API, introspect_env(env_id, env_args, timeout=timeout, python=python), None
 
 
 def real_env(hub, split: str) -> tuple[str, dict]:
     """(env id, env args) of the real env: load_environment picks the split itself."""
     return hub.env_id, dict(hub.env_args)
+
+
+def round_trip_gate(hub, rows: list[dict], python: str | None = None):
+    """The round trip of generated rows: the hub env's parser over each row's `info.reasoning`
+    must extract the row's answer (gates/roundtrip.py::check_round_trip), in the env's interpreter."""
+    from ..gates.roundtrip import check_round_trip
+
+    reasoning = [str((r.get("info") or {}).get("reasoning", "")) if isinstance(r, dict) else "" for r in rows]
+    parsed = run_parser_over(hub.env_id, hub.env_args, reasoning, python=python)
+    return check_round_trip(rows, dict(zip(reasoning, parsed)).get)
+
+
+def eval_ngrams_key(hub, eval_examples: int) -> dict[str, Any]:
+    """What `eval_ngrams` depends on: a cached index is reused while this is unchanged."""
+    return {"env_id": hub.env_id, "env_args": hub.env_args, "fallback_examples": eval_examples}
+
+
+def eval_ngrams(hub, eval_examples: int, python: str | None = None):
+    """The n-gram hash index of the questions every arm is scored on (`eval_question_ngrams`)."""
+    return eval_question_ngrams(hub.env_id, hub.env_args, fallback_examples=eval_examples, python=python)
+
+
+def generator_skeleton(hub) -> dict[str, str]:
+    """The gen_dataset.py skeleton's real-env lines: load_environment, and a round-trip assert through its parser."""
+    setup = ("import verifiers as vf\n\n"
+             f"REAL_ENV = vf.load_environment({hub.env_id!r}, **{hub.env_args!r})")
+    check = ("    # Round trip: the real env's parser must extract each answer from its reasoning.\n"
+             "    for row in rows:\n"
+             "        got = REAL_ENV.parser.parse_answer(row[\"info\"][\"reasoning\"])\n"
+             "        assert got is not None and got.strip() == row[\"answer\"].strip(), (row[\"info\"][\"sub_domain\"], got)")
+    return {"real_env_setup": setup, "round_trip_check": check}
 
 
 def build_env_package(project_dir: Path, package: str, dataset: Path, *, hub, origin: str,

@@ -3,19 +3,22 @@
 prime-rl main imports a taskset id as a module whose `__all__` exports exactly one
 `verifiers.v1.Taskset` subclass (prime-rl #3226). `find_taskset` applies that rule with one
 line naming the module and the fix; `describe_taskset` reads what the teacher contract needs
-for hub_env.json's `taskset` section: the Task class, its rewards with weights and its
-metrics, the config fields, the first task's prompt, system prompt and answer field, the
-train/eval arguments, and how the answer is read (a v1 reward reads the reply from the trace
-itself: the parser objects its module holds are named, and every reward is run once on probe
-replies, so a reward that raises on a reply it cannot read is refused here, not mid-training).
+for hub_env.json: the Task class, its rewards with weights and its metrics, the config
+fields, the first task's prompt, system prompt and answer field, the train/eval arguments,
+3 TRAIN tasks as samples (eval tasks are counted, never read), and how the answer is read (a
+v1 reward reads the reply from the trace itself: the parser objects its module holds are
+named, and every reward is run once on probe replies, so a reward that raises on a reply it
+cannot read is refused here, not mid-training).
 
 `taskset_for_env` finds the taskset of an env module: the module itself when it exports one,
 else its `<module>.v1` wrapper (the layout `selfimprove_arith` ships: a classic env with a v1
 Taskset beside it). `trace_for` / `score_reply` score one reply offline (no model server),
 as the CPU engine does.
 
-This imports the env, so selfimprove runs it in a fresh interpreter (`probe_taskset`): the
-env's interpreter, as for the classic probe.
+This imports the env, so selfimprove runs it in a fresh interpreter (`run_in_env_python`,
+the env's interpreter, as for the classic probe): `_main` answers a describe request, and the
+dataset gate's round trip and eval hashing (taskset_gates.py). What the phases call is
+env_api_v1.py.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import importlib.util
 import inspect
 import json
 import os
-import re
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +39,7 @@ from ..errors import ConfigError
 
 API = "verifiers.v1"
 PROBE_TIMEOUT_S = 900
+N_TRAIN_SAMPLES = 3  # train tasks shown to the teacher (eval tasks: counted only)
 PROBE_REPLIES = ("", "I do not know.")  # replies no reward may raise on (a wrong reply scores, it does not crash)
 
 
@@ -101,8 +105,14 @@ def load_tasks(module_name: str, args: dict[str, Any] | None = None, limit: int 
         raise ConfigError(f"taskset module '{module_name}': config {args or {}} refused: {_first_line(e)}; "
                           f"use the fields of {config_class(taskset_class).__name__}") from None
     if limit is not None and limit >= 0:
-        taskset = taskset.head(limit)
+        taskset = first_tasks(taskset, limit)
     return list(taskset)
+
+
+def first_tasks(taskset, n: int):
+    """A view of the taskset's first `n` tasks: `head` in verifiers 0.3's v1, `take` in 0.4."""
+    view = getattr(taskset, "head", None) or taskset.take
+    return view(n)
 
 
 # ---------------------------------------------------------------- scoring one reply offline
@@ -221,6 +231,7 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None) -> 
             ) from None
         probes[reply] = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
     eval_rows = len(load_tasks(module_name, eval_args)) if eval_args != train_args else None  # counted, never read
+    picked = sorted(random.Random(0).sample(range(len(tasks)), min(N_TRAIN_SAMPLES, len(tasks))))
     return {
         "api": API,
         "taskset_id": module_name,
@@ -244,7 +255,29 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None) -> 
             "parsers": parsers_in(module_name),
             "probe_rewards": probes,
         },
+        # read by describe_env into hub_env.json's own fields (not kept in this section)
+        "train_samples": [train_sample(tasks[i], answer_field) for i in picked],
+        "verifiers_version": _verifiers_version(),
     }
+
+
+def train_sample(task, answer_field: str | None) -> dict[str, Any]:
+    """A TRAIN task as hub_env.json's `train_samples` show a row: its user prompt, its answer, its other fields."""
+    users = [m["content"] for m in prompt_messages(task) if m["role"] == "user"]
+    own = {f: getattr(task.data, f) for f in type(task.data).model_fields if f not in _task_data_fields()}
+    answer = own.pop(answer_field, "") if answer_field else ""
+    return {"question": _clip(users[-1] if users else ""), "answer": _clip("" if answer is None else str(answer)),
+            "info": {k: _clip(v if isinstance(v, (bool, int, float)) or v is None else str(v)) for k, v in own.items()}}
+
+
+def _clip(value: Any, limit: int = 1500) -> Any:
+    return value[:limit] + f"... [{len(value) - limit} more chars]" if isinstance(value, str) and len(value) > limit else value
+
+
+def _verifiers_version() -> str | None:
+    import verifiers
+
+    return getattr(verifiers, "__version__", None)
 
 
 def _task_data_fields() -> list[str]:
@@ -263,78 +296,59 @@ def _first_line(e: BaseException) -> str:
 _SRC = Path(__file__).resolve().parents[2]  # the directory holding the selfimprove package
 
 
-def probe_taskset(env_module: str, env_args: dict[str, Any], python: str | None = None,
-                  timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
-    """describe_taskset(taskset_for_env(env_module), env_args), run in a fresh `python` (an install made
-    after this process started counts; a stale import does not). ConfigError with the probe's one line."""
-    request = json.dumps({"env_module": env_module, "env_args": env_args})
+def run_in_env_python(request: dict[str, Any], what: str, python: str | None = None,
+                      timeout: float = PROBE_TIMEOUT_S) -> Any:
+    """One `_main` request (op describe | round_trip | eval_ngrams) in a fresh `python` (an install made
+    after this process started counts; a stale import does not). ConfigError with its one line."""
     code = f"import sys; sys.path.append({str(_SRC)!r}); from selfimprove.stack.verifiers_v1 import _main; _main()"
     env = {**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    proc = subprocess.run([python or sys.executable, "-c", code], input=request, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    try:
+        proc = subprocess.run([python or sys.executable, "-c", code], input=json.dumps(request), capture_output=True,
+                              text=True, timeout=timeout, env=env)
+    except subprocess.TimeoutExpired:
+        raise ConfigError(f"{what} took longer than {timeout:.0f} s") from None
     lines = proc.stdout.strip().splitlines()
     try:
         reply = json.loads(lines[-1])
     except (IndexError, json.JSONDecodeError):
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise ConfigError(f"probing the v1 taskset of '{env_module}' failed (exit {proc.returncode}): {last}") from None
+        raise ConfigError(f"{what} failed (exit {proc.returncode}): {last}") from None
     if not reply.get("ok"):
         raise ConfigError(reply["message"])
     return reply["result"]
+
+
+def probe_taskset(env_module: str, env_args: dict[str, Any], python: str | None = None,
+                  timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
+    """describe_taskset(taskset_for_env(env_module), env_args), in a fresh `python`."""
+    return run_in_env_python({"op": "describe", "env_module": env_module, "env_args": env_args},
+                             f"probing the v1 taskset of '{env_module}'", python, timeout)
+
+
+def _handle(request: dict[str, Any]) -> Any:
+    from . import taskset_gates
+
+    op = request.get("op", "describe")
+    if op == "describe":
+        return describe_taskset(taskset_for_env(request["env_module"]), request.get("env_args") or {})
+    if op == "round_trip":
+        return taskset_gates.round_trip_scores(request["taskset_id"], request["args"], request["answer_field"],
+                                               request["rows"])
+    if op == "eval_ngrams":
+        return taskset_gates.eval_question_hashes(request["taskset_id"], request["args"], request["limit"],
+                                                  request["hasher_file"], request["source"])
+    raise ConfigError(f"unknown request op {op!r}")
 
 
 def _main() -> None:
     request = json.loads(sys.stdin.read())
     real_stdout, sys.stdout = sys.stdout, sys.stderr  # what the env prints must not corrupt the reply
     try:
-        result = describe_taskset(taskset_for_env(request["env_module"]), request.get("env_args") or {})
-        reply = {"ok": True, "result": result}
+        reply = {"ok": True, "result": _handle(request)}
     except ConfigError as e:
         reply = {"ok": False, "message": str(e)}
     except Exception as e:  # an env failing in a way not foreseen: one line naming it
-        reply = {"ok": False, "message": f"env module '{request['env_module']}': {_first_line(e)}"}
+        name = request.get("env_module") or request.get("taskset_id")
+        reply = {"ok": False, "message": f"env module '{name}': {_first_line(e)}"}
     real_stdout.write(json.dumps(reply, default=str) + "\n")
 
-
-# ---------------------------------------------------------------- what the phases ask of the env API
-# (the same four names in verifiers_classic; a dialect module carries one of the two as `env_api`)
-
-
-def describe_api(env_module: str, env_args: dict[str, Any], python: str | None = None) -> tuple[str, dict | None]:
-    """(hub_env.json `api`, its `taskset` section) for the run's env.
-
-    The loop trains through the Taskset, but the round trip, decontamination and the teacher's
-    train samples still read the env through a classic `load_environment` beside it (as
-    selfimprove_arith has); an env with a Taskset only is refused here with that fix."""
-    from .detect import _source
-
-    text = _source(env_module, python)
-    if text is not None and not re.search(r"^def\s+load_environment\s*\(", text, re.M):
-        raise ConfigError(
-            f"env module '{env_module}' has no load_environment: a --stack v1 run trains through its Taskset, but "
-            f"selfimprove's round trip and decontamination still read the env through a classic load_environment; "
-            f"add one beside the Taskset (see selfimprove_arith), or run with --stack seed"
-        )
-    return API, probe_taskset(env_module, env_args, python)
-
-
-def real_env(hub, split: str) -> tuple[str, dict]:
-    """(taskset id, taskset config fields) of the real env's train or eval rows, from hub_env.json."""
-    if not hub.taskset:
-        raise ConfigError("hub_env.json has no 'taskset' section (introspected under the seed dialect); "
-                          "re-run `selfimprove introspect` for this --stack v1 run")
-    return hub.taskset["taskset_id"], dict(hub.taskset["eval_args" if split == "eval" else "train_args"])
-
-
-def build_env_package(project_dir: Path, package: str, dataset: Path, *, hub, origin: str,
-                      rewards_file: Path | None, rewards: list[tuple[str, float]], provenance: dict) -> Path:
-    """A v1 Taskset package over dataset.jsonl using the hub taskset's Task class by reference."""
-    from .env_package import build_taskset_package
-
-    if rewards:  # a v1 task's rewards are its methods; plugging extra ones via TaskConfig is not wired yet
-        raise ConfigError(f"custom_rewards ({', '.join(n for n, _ in rewards)}): not supported for a verifiers v1 "
-                          f"taskset yet; drop them from the weakness report (the hub task's own rewards train)")
-    ts = real_env(hub, "train")
-    return build_taskset_package(project_dir, package, dataset, hub_module=ts[0], hub_args=ts[1],
-                                 answer_field=hub.taskset.get("answer_field") or "answer", origin=origin,
-                                 provenance=provenance)
