@@ -77,9 +77,24 @@ def recipe_record(build_wall_s: float) -> dict[str, Any]:
         "recipe": current_recipe(),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
+        # the kernel path (e.g. AVX2 vs AVX512) and the CPU: a rebuild at the shipping commit, same torch and
+        # threads, on another host of the same kind was not bit-identical (2026-12-02), so record them
+        "cpu": {"capability": torch.backends.cpu.get_cpu_capability(), "model": _cpu_model()},
         "build_wall_s": round(build_wall_s, 1),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or platform.machine()
 
 
 def measure_profile(model_path: Path, *, n_per_kind: int = PROFILE_N_PER_KIND, k: int = PROFILE_K,
