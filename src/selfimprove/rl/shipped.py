@@ -77,8 +77,8 @@ def recipe_record(build_wall_s: float) -> dict[str, Any]:
         "recipe": current_recipe(),
         "torch": torch.__version__,
         "threads": torch.get_num_threads(),
-        # the kernel path (e.g. AVX2 vs AVX512) and the CPU: a rebuild at the shipping commit, same torch and
-        # threads, on another host of the same kind was not bit-identical (2026-12-02), so record them
+        # the kernel path (e.g. AVX2 vs AVX512) and the CPU: a rebuild at the shipping commit with the same torch
+        # and threads was not bit-identical to the shipped weights (2026-12-02); record what else can differ
         "cpu": {"capability": torch.backends.cpu.get_cpu_capability(), "model": _cpu_model()},
         "build_wall_s": round(build_wall_s, 1),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
