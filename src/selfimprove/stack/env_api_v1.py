@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .verifiers_classic import parser_round_trip_loop
 from .verifiers_v1 import API, probe_taskset, run_in_env_python
 
 __all__ = ["API", "describe_env", "real_env", "round_trip_gate", "eval_ngrams", "eval_ngrams_key", "generator_skeleton", "build_env_package"]
@@ -131,9 +132,7 @@ def generator_skeleton(hub) -> dict[str, str]:
     setup += f"\nREAL_PARSER = REAL_TASKSET.{parsers[0]['attr']}  # what its rewards read the reply with"
     check = ("    # Round trip: the real taskset's parser must extract each answer from its reasoning\n"
              "    # (the dataset gate then scores it with the real Task's rewards: full marks required).\n"
-             "    for row in rows:\n"
-             "        got = REAL_PARSER.parse_answer(row[\"info\"][\"reasoning\"])\n"
-             "        assert got is not None and got.strip() == row[\"answer\"].strip(), (row[\"info\"][\"sub_domain\"], got)")
+             + parser_round_trip_loop("REAL_PARSER"))
     return {"real_env_setup": setup, "round_trip_check": check}
 
 

@@ -367,10 +367,15 @@ def generator_skeleton(hub) -> dict[str, str]:
     setup = ("import verifiers as vf\n\n"
              f"REAL_ENV = vf.load_environment({hub.env_id!r}, **{hub.env_args!r})")
     check = ("    # Round trip: the real env's parser must extract each answer from its reasoning.\n"
-             "    for row in rows:\n"
-             "        got = REAL_ENV.parser.parse_answer(row[\"info\"][\"reasoning\"])\n"
-             "        assert got is not None and got.strip() == row[\"answer\"].strip(), (row[\"info\"][\"sub_domain\"], got)")
+             + parser_round_trip_loop("REAL_ENV.parser"))
     return {"real_env_setup": setup, "round_trip_check": check}
+
+
+def parser_round_trip_loop(parser: str) -> str:
+    """The skeleton's round-trip assert through the parser object named by `parser` (both env APIs use it)."""
+    return ("    for row in rows:\n"
+            f"        got = {parser}.parse_answer(row[\"info\"][\"reasoning\"])\n"
+            "        assert got is not None and got.strip() == row[\"answer\"].strip(), (row[\"info\"][\"sub_domain\"], got)")
 
 
 def build_env_package(project_dir: Path, package: str, dataset: Path, *, hub, origin: str,
