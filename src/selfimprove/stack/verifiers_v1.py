@@ -262,16 +262,14 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None) -> 
 
 
 def train_sample(task, answer_field: str | None) -> dict[str, Any]:
-    """A TRAIN task as hub_env.json's `train_samples` show a row: its user prompt, its answer, its other fields."""
+    """A TRAIN task as hub_env.json's `train_samples` show a row: its user prompt, its answer, its other fields
+    (strings clipped as the classic probe clips its samples)."""
+    from ._env_probe import clip
     users = [m["content"] for m in prompt_messages(task) if m["role"] == "user"]
     own = {f: getattr(task.data, f) for f in type(task.data).model_fields if f not in _task_data_fields()}
     answer = own.pop(answer_field, "") if answer_field else ""
-    return {"question": _clip(users[-1] if users else ""), "answer": _clip("" if answer is None else str(answer)),
-            "info": {k: _clip(v if isinstance(v, (bool, int, float)) or v is None else str(v)) for k, v in own.items()}}
-
-
-def _clip(value: Any, limit: int = 1500) -> Any:
-    return value[:limit] + f"... [{len(value) - limit} more chars]" if isinstance(value, str) and len(value) > limit else value
+    return {"question": clip(users[-1] if users else ""), "answer": clip("" if answer is None else str(answer)),
+            "info": {k: clip(v if isinstance(v, (bool, int, float)) or v is None else str(v)) for k, v in own.items()}}
 
 
 def _verifiers_version() -> str | None:
