@@ -111,6 +111,8 @@ POINTS = [
           first_rc=0, recover=[["compare", "--restart"]]),
     Point("mid-Run C, CLI killed", "compare:run_c", COMPARE, "final", fault="train:run_c_real_from_iter0",
           slow_jobs=True),
+    Point("Runs A and B training at once (--parallel 2), CLI killed", "iterate", COMPARE, "final",
+          fault="train:run_b_combined_from_base", slow_jobs=True),
     Point("mid metrics.json write (temp written, not renamed)", "compare:run_c", COMPARE, "final",
           fault="write:metrics.json"),
     Point("mid-finalize (run.json final, scratchpad not)", "compare", ["finalize", "--json", "--no-plot"], "final",
@@ -265,7 +267,10 @@ def reference(tmp_path_factory: pytest.TempPathFactory) -> Reference:
         write_teacher_files(rd.iter(1).dir)
         assert iterate(rd, quiet=True, on_step=lambda n, step: snapshot(f"iterate:{step}")).kind == "ended"
         snapshot("iterate")
-        compare(rd, quiet=True, on_arm=lambda key, event: snapshot(f"compare:{key}") if event == "start" else None)
+        # One arm at a time here: a snapshot at an arm's start must not catch another arm mid-training
+        # (the points' re-runs use the default, two arms at once on the CPU engine).
+        compare(rd, quiet=True, parallel=1,
+                on_arm=lambda key, event: snapshot(f"compare:{key}") if event == "start" else None)
         snapshot("compare")
         summary = summary_of(finalize(rd, plot=False))
     finally:

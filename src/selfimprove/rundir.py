@@ -18,6 +18,7 @@ import json
 import os
 import re
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Iterator, TypeVar
@@ -36,6 +37,12 @@ CONTROL_ARMS = {
     "run_b": "run_b_combined_from_base",
     "run_c": "run_c_real_from_iter0",
 }
+
+# Read-modify-write of run.json / metrics.json / scratchpad.md by threads of ONE process (compare trains
+# several arms at once, one watcher thread per arm). The flock of `RunDir.lock` keeps other processes out;
+# this keeps the threads of its holder from losing each other's records. Reentrant: record_arm takes it
+# inside a caller's `with rd.updating():`.
+_UPDATES = threading.RLock()
 
 # Seed replicates (Phase 4 --seeds): member k >= 1 of an arm is "<arm>_seed<k>" in metrics.json
 # and "<arm dir>_seed<k>/" on disk; member 0 is the arm itself, name unchanged.
@@ -356,12 +363,18 @@ class RunDir:
     def write_metrics(self, metrics: Metrics) -> None:
         write_model(self.metrics_json, metrics)
 
+    def updating(self) -> threading.RLock:
+        """Hold this around a read-modify-write of run.json or metrics.json that may race another thread
+        of this process (`with rd.updating(): cfg = rd.read_run(); ...; rd.write_run(cfg)`)."""
+        return _UPDATES
+
     def record_arm(self, record: IterRecord) -> None:
         """Add or replace the record of `record.arm` in metrics.json (idempotent: no duplicates)."""
-        metrics = self.read_metrics()
-        kept = [r for r in metrics.iters if r.arm != record.arm]
-        metrics.iters = kept + [record]
-        self.write_metrics(metrics)
+        with _UPDATES:
+            metrics = self.read_metrics()
+            kept = [r for r in metrics.iters if r.arm != record.arm]
+            metrics.iters = kept + [record]
+            self.write_metrics(metrics)
 
     def read_hub_env(self) -> HubEnv:
         if not self.hub_env_json.is_file():
@@ -380,9 +393,10 @@ class RunDir:
 
     def append_scratchpad(self, text: str) -> None:
         """Append a block to scratchpad.md (atomic rewrite: the file is small)."""
-        old = self.read_scratchpad()
-        sep = "" if not old or old.endswith("\n\n") else ("\n" if old.endswith("\n") else "\n\n")
-        atomic_write_text(self.scratchpad, old + sep + text.rstrip("\n") + "\n")
+        with _UPDATES:
+            old = self.read_scratchpad()
+            sep = "" if not old or old.endswith("\n\n") else ("\n" if old.endswith("\n") else "\n\n")
+            atomic_write_text(self.scratchpad, old + sep + text.rstrip("\n") + "\n")
 
     # ---- lock
     @contextlib.contextmanager

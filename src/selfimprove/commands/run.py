@@ -40,6 +40,7 @@ def command(
     teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher). Default: examples/arith_teacher.py:ArithTeacher, for selfimprove-arith only.")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", envvar="SELFIMPROVE_RUN_DIR", help="Resume this run dir instead of bootstrapping a new one.")] = None,
     control: Annotated[bool, typer.Option("--control/--no-control", help="Phase 4 Run C, the equal-compute control.")] = True,
+    parallel: Annotated[Optional[int], typer.Option(min=1, help="Phase 4 arms trained at once (see `selfimprove compare --help`). Default: 2 with the CPU engine, 1 with prime-rl.")] = None,
     seeds: Annotated[Optional[int], typer.Option(min=1, help="Phase 4 training seeds for Run A, Run C and the best iteration (see `selfimprove compare --help`); recorded in run.json. Default: run.json's value, 1 for a new run.")] = None,
     allow_no_signal: Annotated[bool, typer.Option(help="Go on even when iter_0's rewards do not spread (see `selfimprove baseline --help`).")] = False,
     json_: JsonOpt = False,
@@ -74,7 +75,8 @@ def command(
         env_id = RunDir(run_dir).require().read_run().hub_id if run_dir else (opts.hub_id or opts.dataset)
         teacher = default_teacher(env_id)
     write = load_teacher(teacher)
-    result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal)
+    result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal,
+                 parallel=parallel)
     incomplete = incomplete_message(result)
     if json_:
         print_json(result)

@@ -23,11 +23,12 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import threading
 import time
 from collections import deque
-from contextlib import nullcontext
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Literal
+from typing import Callable, Iterator, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -282,16 +283,64 @@ def _cap_deadline(rec: JobRecord, cap_s: float | None, pace: _Pace) -> float:
     return rec.start_ts + DEFAULT_EXPECTED_S + CAP_MARGIN_S
 
 
-def _progress_bar(show: bool, arm: ArmDir, rec: JobRecord):
-    if not show:
-        return nullcontext(None)
+def _new_progress():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     return Progress(
-        TextColumn(f"[bold]{arm.name}[/bold] step"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("[bold]{task.description}[/bold] step"), BarColumn(), MofNCompleteColumn(),
         TextColumn("train reward {task.fields[reward]}"), TimeElapsedColumn(),
         console=console, refresh_per_second=2,
     )
+
+
+class WatchGroup:
+    """Several jobs watched at once by threads of one process (`compare --parallel N`).
+
+    rich allows one live display per console, so the watchers share one progress display
+    (a row per job); `stop()` makes every watcher stop watching as Ctrl-C does for one
+    (its job keeps running; re-running the command attaches)."""
+
+    def __init__(self, progress: bool) -> None:
+        self.progress = _new_progress() if progress else None
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+
+_GROUP: WatchGroup | None = None  # set only inside `watch_together`
+
+
+@contextmanager
+def watch_together(progress: bool) -> Iterator[WatchGroup]:
+    """Scope in which `watch` calls from several threads share one display and one stop flag."""
+    global _GROUP
+    group = WatchGroup(progress)
+    _GROUP = group
+    try:
+        if group.progress is None:
+            yield group
+        else:
+            with group.progress:
+                yield group
+    finally:
+        _GROUP = None
+
+
+@contextmanager
+def _progress_bar(show: bool, arm: ArmDir, rec: JobRecord):
+    """(progress, task id) of this job's row, or (None, None) when nothing is shown."""
+    if not show:
+        yield None, None
+    elif _GROUP is not None and _GROUP.progress is not None:
+        yield _GROUP.progress, _GROUP.progress.add_task(arm.name, total=rec.expect.max_steps, reward="-")
+    else:
+        with _new_progress() as bar:
+            yield bar, bar.add_task(arm.name, total=rec.expect.max_steps, reward="-")
 
 
 def watch(
@@ -309,9 +358,10 @@ def watch(
     rewards = TrainRewardTracker(arm)
     pace = _Pace()
     fault_point(f"train:{arm.name}")  # the job runs detached: a kill here leaves it training
-    with _progress_bar(progress, arm, rec) as bar:
-        task = bar.add_task("train", total=rec.expect.max_steps, reward="-") if bar else None
+    with _progress_bar(progress, arm, rec) as (bar, task):
         while True:
+            if _GROUP is not None and _GROUP.stopped:  # another arm's watcher failed or was interrupted
+                raise KeyboardInterrupt
             # Liveness BEFORE the row count: a job that completes the file and exits
             # between the two reads is then seen as done, never as failed.
             is_alive = _job_alive(rec)
@@ -446,4 +496,5 @@ def run_training(
 __all__ = [
     "JobExpectation", "JobRecord", "JobResult", "JobState", "archive_output", "describe_crash", "job_state",
     "launch", "on_disk", "read_job", "read_result", "result_path", "resumable_step", "run_training", "tail", "watch",
+    "watch_together", "WatchGroup",
 ]

@@ -56,8 +56,10 @@ def _timed(rd: RunDir, name: str, fn: Callable[[], Any], timings: dict[str, floa
 
 
 def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
-             seeds: int | None = None, quiet: bool = False, allow_no_signal: bool = False) -> dict[str, Any]:
+             seeds: int | None = None, quiet: bool = False, allow_no_signal: bool = False,
+             parallel: int | None = None) -> dict[str, Any]:
     """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings.
+    `parallel`: Phase 4 arms trained at once (None: compare's default for the engine).
 
     `seeds` (Phase 4 training seeds) is written to run.json first, so a resumed run keeps it."""
     timings: dict[str, float] = {}
@@ -96,7 +98,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
         if result.kind == "ended":
             break
     if pick_best(rd.read_metrics().iters) is not None:
-        _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet), timings)  # seeds: from run.json
+        _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet, parallel=parallel), timings)  # seeds: run.json
     elif not quiet:  # e.g. the budget ran out during iter_0: nothing to compare, still summarise
         console.print("compare skipped: no iteration >= 1 finished before Phase 3 ended")
     out = _timed(rd, "finalize", lambda: finalize(rd), timings)
@@ -107,7 +109,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
 
 def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[TeacherContext], None],
         *, control: bool = True, seeds: int | None = None, quiet: bool = False,
-        allow_no_signal: bool = False) -> dict[str, Any]:
+        allow_no_signal: bool = False, parallel: int | None = None) -> dict[str, Any]:
     """Bootstrap (unless resuming an existing run dir), then drive the run to its end."""
     if run_dir is None:
         if opts is None:
@@ -118,4 +120,4 @@ def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[
     else:
         rd = RunDir(run_dir).require()
     return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, seeds=seeds, quiet=quiet,
-                                                allow_no_signal=allow_no_signal)}
+                                                allow_no_signal=allow_no_signal, parallel=parallel)}
