@@ -20,7 +20,7 @@ def command(
     resume: Annotated[bool, typer.Option(help="After a crashed arm job: relaunch from its last checkpoint.")] = False,
     cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a job this many hours past its expected end (default 2).")] = None,
     seeds: Annotated[Optional[int], typer.Option(min=1, help="Training seeds for Run A, Run C and the best iteration (seed k = the canonical orchestrator.seed + k); recorded in run.json. Default: run.json's value (1 = seed variance unmeasured).")] = None,
-    parallel: Annotated[Optional[int], typer.Option(min=1, help="Arms trained at once. Default: 2 with the CPU engine (same figures, ~1.6x sooner on 2 cores), 1 with prime-rl (a run takes every GPU).")] = None,
+    parallel: Annotated[Optional[int], typer.Option(min=1, help="Arms trained at once. Default: 2 with the CPU engine (same figures, 1.6-1.7x sooner on 2 cores), 1 with prime-rl (a run takes every GPU).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 4: pick BEST_ITER and run the controls on the full eval split.

@@ -27,7 +27,7 @@ need seeds (best vs iter_0, Run A vs Run C).
 
 Arms at once (`--parallel N`, default `default_parallel`): the arms are
 independent jobs, so up to N train at the same time, each watched by a thread
-of this process. On the CPU engine two at once finish ~1.6x sooner than one
+of this process. On the CPU engine two at once finish 1.6-1.7x sooner than one
 after another on 2 cores (bench/parallel_arms.py), and the figures do not
 change: each engine run's numbers depend on its seed and thread count, never
 on what else runs. With prime-rl the default is 1: one run takes every GPU.
