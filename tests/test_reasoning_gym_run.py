@@ -66,12 +66,16 @@ def test_every_gate_ran_and_passed_on_the_generated_rows(rgym_run) -> None:
     assert {r["info"]["task"] for r in rows} == {"spell_backward", "letter_counting", "sentence_reordering"}
 
 
-def test_summary_presents_no_result_without_signal(rgym_run) -> None:
-    """The arithmetic student earns ~nothing here, so baseline's verdict is NO SIGNAL and the summary
-    leads with NOT A RESULT and recommends no model. Not "no spread at all": reasoning-gym's
-    sentence_reordering scorer gives 0.05 to ANY parsed answer, so digits inside <answer></answer>
-    beat no tag and a few groups spread (measured: 2 of 32); signal.py calls that near zero (mean
-    within-group reward sd below NEAR_ZERO_GROUP_SD)."""
+def test_the_summary_follows_baselines_signal_verdict(rgym_run) -> None:
+    """Baseline's verdict decides how the summary presents the run: NO SIGNAL (mean within-group reward
+    sd of iter_0's first train steps below NEAR_ZERO_GROUP_SD) -> it leads with NOT A RESULT and
+    recommends no model; otherwise a table with a recommendation. The student knows only arithmetic,
+    so its step-0 reward is near zero and no arm reaches eval_acc above 0 either way.
+
+    Which verdict this env gets depends on the student (measured, same settings): the student shipped
+    until 2026-12-02 spread 2 of 32 iter_0 groups, only by sentence_reordering's 0.05 for any parsed
+    answer (mean group sd 0.001: NO SIGNAL); the re-shipped one spreads 10 of 32, with partial credit on
+    letter_counting and spell_backward too (mean group sd 0.012: signal, the rule's documented edge)."""
     from selfimprove.phases.signal import NEAR_ZERO_GROUP_SD
 
     run_dir = rgym_run[0]
@@ -79,9 +83,15 @@ def test_summary_presents_no_result_without_signal(rgym_run) -> None:
     pad = (run_dir / "scratchpad.md").read_text()
     final = pad[pad.index("## Final summary"):]
     assert signal["eval_step0_reward_mean"] < 0.05
-    assert signal["has_signal"] is False and signal["allowed"] is True
-    assert signal["train_mean_group_reward_sd"] < NEAR_ZERO_GROUP_SD
-    assert "NOT A RESULT: the student gets no reward signal on this env" in final
-    rewards = [r["eval_reward_mean"] for r in json.loads((run_dir / "metrics.json").read_text())["iters"]
-               if r.get("eval_reward_mean") is not None]
-    assert rewards and max(rewards) < 0.05  # every arm: ~0 on tasks the student was never taught
+    near_zero = signal["train_mean_group_reward_sd"] < NEAR_ZERO_GROUP_SD
+    print(f"rgym signal: {signal['train_groups_with_spread']}/{signal['train_groups']} groups spread, "
+          f"mean group sd {signal['train_mean_group_reward_sd']:.4f} -> has_signal {signal['has_signal']}")
+    assert signal["has_signal"] is not near_zero
+    assert signal["allowed"] is near_zero  # --allow-no-signal is what lets a no-signal run go on
+    if near_zero:
+        assert "NOT A RESULT: the student gets no reward signal on this env" in final
+        assert "Recommendation" not in final
+    else:
+        assert "NOT A RESULT" not in final and "Recommendation" in final
+    accs = [r["eval_acc"] for r in json.loads((run_dir / "metrics.json").read_text())["iters"]]
+    assert accs and max(accs) == 0.0  # every arm: nothing right on tasks the student was never taught

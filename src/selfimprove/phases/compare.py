@@ -294,6 +294,19 @@ def _train_units(units: list, train: Callable[[Any], str | None], parallel: int,
             raise
 
 
+def _order_records(rd: RunDir, keys: list[str]) -> Metrics:
+    """metrics.json lists the compare arms in run order (seed 0 of A, B, C, then the replicates), not in the
+    order they happened to finish when several trained at once; every other record keeps its place before them."""
+    rank = {key: i for i, key in enumerate(keys)}
+    with rd.updating():
+        metrics = rd.read_metrics()
+        ordered = sorted(metrics.iters, key=lambda r: (r.arm in rank, rank.get(r.arm, 0)))  # stable sort
+        if [r.arm for r in ordered] != [r.arm for r in metrics.iters]:
+            metrics.iters = ordered
+            rd.write_metrics(metrics)
+        return metrics
+
+
 def compare(
     rd: RunDir, *, control: bool = True, seeds: int | None = None, restart: bool = False, resume: bool = False,
     quiet: bool = False, cap_hours: float | None = None, on_arm: Callable[[str, str], None] | None = None,
@@ -327,7 +340,7 @@ def compare(
         failures = _train_units(units, lambda u: _train_unit(rd, u, best.iter, n_eval, note, job), n_parallel,
                                 progress=not quiet)
         errors = {key: err for (_a, _k, key), err in zip(units, failures) if err is not None}
-        metrics = rd.read_metrics()
+        metrics = _order_records(rd, [key for _a, _k, key in units])
         done = {key: metrics.get(key).model_dump(mode="json") for _a, _k, key in units if key not in errors}
         members = {arm: [r.arm for r in seed_members(metrics, arm)]
                    for arm in (f"iter_{best.iter}", "run_a", "run_b", "run_c")}
