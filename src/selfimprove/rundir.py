@@ -363,7 +363,7 @@ class RunDir:
     def write_metrics(self, metrics: Metrics) -> None:
         write_model(self.metrics_json, metrics)
 
-    def updating(self) -> threading.RLock:
+    def updating(self) -> contextlib.AbstractContextManager:
         """Hold this around a read-modify-write of run.json or metrics.json that may race another thread
         of this process (`with rd.updating(): cfg = rd.read_run(); ...; rd.write_run(cfg)`)."""
         return _UPDATES

@@ -31,8 +31,9 @@ def command(
     training seeds (Run B stays at one), so finalize can test differences against
     seed variance. A failing arm is logged in run.json phase4_errors and the
     others go on. With the CPU engine two arms train at once (--parallel 1 for
-    one after another; the figures are the same). Re-running resumes: finished arms are kept, a running job is
-    attached to; raising --seeds later adds only the missing seeds.
+    one after another; the figures are the same). Re-running resumes: finished
+    arms are kept, a running job is attached to; raising --seeds later adds
+    only the missing seeds.
 
     Example usage:
 
