@@ -79,6 +79,18 @@ def test_one_seed_table_says_seed_variance_is_unmeasured(tmp_path: Path) -> None
     assert "## Final summary" in pad and "Recommendation (provisional)" in pad and "seed variance unmeasured" in pad
 
 
+def test_one_seed_and_nothing_above_iter0_recommends_iter0(tmp_path: Path) -> None:
+    """Every arm at iter_0's accuracy or below (as on an env the student cannot do: all 0.000): the
+    provisional recommendation stays iter_0; a higher reward mean alone is no reason to switch."""
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.50], "run_a": [0.45], "run_b": [0.50], "run_c": [0.40]})
+    metrics = rd.read_metrics()  # run_b ties iter_0's accuracy with a higher reward mean
+    metrics.iters = [r.model_copy(update={"eval_reward_mean": 0.9}) if r.arm == "run_b" else r for r in metrics.iters]
+    rd.write_metrics(metrics)
+    out = finalize(rd, plot=False)
+    assert out["recommended"] == "iter_0" and out["recommendation"]["status"] == "provisional"
+    assert "Recommendation (provisional): iter_0" in rd.scratchpad.read_text()
+
+
 def test_several_seeds_table_shows_mean_sd_and_recommends_a_significant_arm(tmp_path: Path) -> None:
     """Three seeds for the best iteration, Run A and Run C: mean ± sd, t interval, Welch and one-sample
     tests; Run A beats iter_0 at p < 0.05 and is recommended with its best seed's checkpoint."""

@@ -154,13 +154,16 @@ def _seed_tests(rd: RunDir, best_arm: str | None, groups: dict[str, list[IterRec
 
 def _recommend(rows: list[dict], seed_tests: list[dict]) -> dict[str, Any] | None:
     """Which model to use, and how sure: "significant", "none" (seeds measured, nothing beats iter_0)
-    or "provisional" (one seed everywhere)."""
+    or "provisional" (one seed everywhere: the top eval_acc, iter_0 itself when no arm scores above it)."""
     if not rows:
         return None
     by_arm = {r["arm"]: r for r in rows}
     if not any(r["n_seeds"] >= 2 for r in rows):
         widest = max(r["n_eval"] for r in rows)  # like with like: the arms scored on the most examples
         top = max((r for r in rows if r["n_eval"] == widest), key=lambda r: (r["eval_acc"], r["eval_reward_mean"]))
+        base = by_arm.get("iter_0")
+        if base is not None and base["n_eval"] == widest and top["eval_acc"] <= base["eval_acc"]:
+            top = base  # nothing scores above iter_0 (e.g. all 0.000): a reward-mean tie-break is no reason to switch
         return {"arm": top["arm"], "status": "provisional", "checkpoint": top["checkpoint"], "test": None,
                 "text": f"{top['label']}: eval_acc {top['eval_acc']:.3f} on n={top['n_eval']} {top['eval_split']} "
                         f"examples, one training seed: provisional, {UNMEASURED}"}
