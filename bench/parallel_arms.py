@@ -39,8 +39,8 @@ def command(out: Path, steps: int, seed: int) -> list[str]:
 
 
 def start(out: Path, steps: int, seed: int) -> subprocess.Popen:
-    log = open(out.with_suffix(".log"), "w")
-    return subprocess.Popen(command(out, steps, seed), stdout=log, stderr=subprocess.STDOUT)
+    with open(out.with_suffix(".log"), "w") as log:  # the child keeps its own copy of the descriptor
+        return subprocess.Popen(command(out, steps, seed), stdout=log, stderr=subprocess.STDOUT)
 
 
 def finish(proc: subprocess.Popen, out: Path) -> None:
