@@ -2,8 +2,9 @@
 
     .venv/bin/python bench/lift.py [--seeds 3] [--steps 50] [--max-iters 3] [--budget 20m]
     .venv/bin/python bench/lift.py --report RUN_DIR [--oracle-seeds 3]   # a finished run (e.g. `make demo`'s)
+    .venv/bin/python bench/lift.py --teacher examples/minimal_teacher.py:MinimalTeacher --out lift_minimal.txt
 
-Runs `selfimprove run selfimprove-arith --seeds N` with the example teacher,
+Runs `selfimprove run selfimprove-arith --seeds N` with a teacher (default: the scripted example teacher),
 every arm evaluated on the full eval split (1000 examples) so that every arm
 pairs on the same examples. Reports, from the product's own `build_table`:
 
@@ -15,9 +16,9 @@ pairs on the same examples. Reports, from the product's own `build_table`:
   kinds come from `selfimprove_arith.labelled_split`; a teacher never sees them);
 - an ORACLE arm (bench-only): iter_0 + the same steps on REAL train rows of
   chosen kinds (default: the kinds iter_0 fails on, eval accuracy < 0.5),
-  with the same seeds. It separates "the teacher picked the right part of the
-  real data" (oracle ~ Run A) from "the teacher made data the real split does
-  not have" (Run A > oracle). It trains in a hard-linked copy of the run dir
+  with Run A's seeds (`arms.arm_seed`). It separates "the teacher picked the
+  right part of the real data" (oracle ~ Run A) from "the teacher made data
+  the real split does not have" (Run A > oracle). It trains in a hard-linked copy of the run dir
   (JSON files are replaced atomically, so the original is never touched).
 
 Nothing is tuned to the result: whatever is measured is printed, and saved to
@@ -48,7 +49,7 @@ def run_loop(args) -> tuple[Path, list[str], float]:
     cmd = [sys.executable, "-m", "selfimprove", "run", "selfimprove-arith", "--model", "selfimprove/tiny-arith",
            "--batch-size", str(args.batch_size), "--steps-per-run", str(args.steps), "--eval-examples", "1000",
            "--budget", args.budget, "--max-iters", str(args.max_iters), "--seeds", str(args.seeds),
-           "--runs-dir", str(runs), "--teacher", f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher", "--json"]
+           "--runs-dir", str(runs), "--teacher", args.teacher, "--json"]
     started = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env={**os.environ, "OMP_WAIT_POLICY": "PASSIVE"})
     if proc.returncode != 0:
@@ -78,9 +79,10 @@ def mean_kinds(rows: list[dict[str, float]]) -> dict[str, float]:
 
 def train_oracle(rd, kinds_wanted: list[str], seeds: int, n_rows: int) -> tuple[list, Path]:
     """The oracle arm: real TRAIN rows of `kinds_wanted`, packaged like a generated env, trained from iter_0
-    with seeds canonical+0..seeds-1, in a hard-linked copy of the run dir. Returns (summaries, clone dir)."""
+    with Run A's seeds (member k: `arm_seed(rd, "run_a", k)`, so oracle vs Run A differs by the data only),
+    in a hard-linked copy of the run dir. Returns (summaries, clone dir)."""
     from selfimprove.phases import iteration_steps as steps
-    from selfimprove.phases.arms import train_resumed_arm
+    from selfimprove.phases.arms import arm_seed, train_resumed_arm
     from selfimprove.rundir import ArmDir, RunDir, seed_key
     from selfimprove.stack.env_package import package_name
     from selfimprove_arith.problems import labelled_split
@@ -106,7 +108,8 @@ def train_oracle(rd, kinds_wanted: list[str], seeds: int, n_rows: int) -> tuple[
         arm.dir.mkdir(parents=True, exist_ok=True)
         out.append(train_resumed_arm(ord_, cfg, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=key,
                                      overrides_file=None, rows=len(rows), num_examples=n_eval, record_name=key,
-                                     seed_index=k, restart=False, resume=False, quiet=True, cap_hours=None))
+                                     seed=arm_seed(ord_, "run_a", k), restart=False, resume=False, quiet=True,
+                                     cap_hours=None))
     return out, clone
 
 
@@ -122,9 +125,13 @@ def main() -> None:
     ap.add_argument("--oracle", default="auto", help="kinds for the oracle arm (comma list), 'auto' or 'none'")
     ap.add_argument("--oracle-seeds", type=int, default=None, help="default: the run's seeds")
     ap.add_argument("--oracle-rows", type=int, default=800)
+    ap.add_argument("--teacher", default=f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher",
+                    help="the --teacher of `selfimprove run` (e.g. examples/minimal_teacher.py:MinimalTeacher)")
+    ap.add_argument("--out", default="lift.txt", help="file name under bench/out/")
     args = ap.parse_args()
 
     from selfimprove.phases.finalize import build_table
+    from selfimprove.report.table import seeds_text, verdict_lines
     from selfimprove.rundir import ArmDir, RunDir
     from selfimprove.stats import compare_over_seeds
 
@@ -141,12 +148,15 @@ def main() -> None:
     lines = [f"bench/lift.py  {time.strftime('%Y-%m-%d %H:%M:%S')}  wall {wall / 60:.1f} min",
              f"command: {' '.join(cmd[2:])}", f"run dir: {rd.root}",
              f"eval: full split of selfimprove-arith, greedy; seeds per arm: {cfg.seeds}", "",
-             f"{'arm':<26}{'rows':>10}{'eval_acc':>16}  {'95% interval':<18}{'seeds':>6}{'n':>6}"]
+             f"{'arm':<26}{'rows':>10}{'eval_acc':>16}  {'95% interval':<18}{'seeds':>10}{'n':>6}"]
+    if table.get("verdict"):  # the product's verdict first, as finalize prints it
+        lines[-1:-1] = verdict_lines(table) + [""]
     for r in table["rows"]:
         lo, hi = r["acc_ci95"]
         acc = f"{r['eval_acc']:.3f}" + (f" ± {r['eval_acc_sd']:.3f}" if r.get("eval_acc_sd") is not None else "")
         mark = "  <- BEST_ITER" if r["best"] else ""
-        lines.append(f"{r['label']:<26}{r['rows']:>10}{acc:>16}  [{lo:.3f}, {hi:.3f}]    {r.get('n_seeds', 1):>6}{r['n_eval']:>6}{mark}")
+        seeds = seeds_text(r.get("seeds") or [None])  # training seeds: Run A's never the best iteration's
+        lines.append(f"{r['label']:<26}{r['rows']:>10}{acc:>16}  [{lo:.3f}, {hi:.3f}]    {seeds:>10}{r['n_eval']:>6}{mark}")
 
     lines += ["", "seed-aware tests (Welch's t on per-seed accuracies; one-sample t against the fixed iter_0):"]
     for t in table.get("seed_tests", []):
@@ -207,7 +217,7 @@ def main() -> None:
     lines.append(f"status {cfg.status} ({cfg.reason})")
     text = "\n".join(lines)
     print(text)
-    save("lift.txt", text)
+    save(args.out, text)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ import pytest
 from selfimprove.errors import PhaseOrderError, SelfImproveError, TeacherActionNeeded
 from selfimprove.models import IterRecord
 from selfimprove.phases import compare as compare_mod
-from selfimprove.phases.compare import compare, pick_best
+from selfimprove.phases.arms import seed_offset
+from selfimprove.phases.compare import compare, pick_best, seed_members
 from selfimprove.phases.finalize import finalize
 from selfimprove.phases.iterate import iterate
 from selfimprove.phases.run import run_loop
@@ -145,15 +146,16 @@ def test_two_seeds_compare_killed_between_replicates_resumes(run: RunDir, monkey
     assert len(out_dirs) == len(set(out_dirs)) == 6  # attached to the killed CLI's job, never a second launch
     metrics = run.read_metrics()
     stamps = {r.arm: (r.seed, r.replicate_of) for r in metrics.iters}
-    assert stamps["iter_1"] == stamps["run_a"] == stamps["run_c"] == stamps["run_b"] == (0, None)  # canonical seed 0
-    assert stamps["iter_1_seed1"] == (1, "iter_1") and stamps["run_a_seed1"] == (1, "run_a")
+    assert stamps["iter_1"] == (0, None)  # the canonical seed, which every iteration trains with
+    assert stamps["run_a"] == stamps["run_c"] == stamps["run_b"] == (1, None)  # canonical + 1
+    assert stamps["iter_1_seed1"] == (2, "iter_1") and stamps["run_a_seed1"] == (3, "run_a")
     assert run.arm("run_c_seed1").dir.name == "run_c_real_from_iter0_seed1"
     assert pick_best(metrics.iters).arm == "iter_1"  # replicates never compete for BEST_ITER
     best, replicate = prime_rl.read_toml(run.iter(1).rl_toml), prime_rl.read_toml(run.arm("iter_1_seed1").rl_toml)
-    best["orchestrator"]["seed"] = 1
+    best["orchestrator"]["seed"] = 2
     assert replicate == best
     run_c, run_c1 = prime_rl.read_toml(run.control("run_c").rl_toml), prime_rl.read_toml(run.control("run_c", 1).rl_toml)
-    assert run_c1["orchestrator"].pop("seed") == 1 and run_c["orchestrator"].pop("seed") == 0
+    assert run_c1["orchestrator"].pop("seed") == 3 and run_c["orchestrator"].pop("seed") == 1
     run_c["wandb"] = run_c1["wandb"] = None
     assert run_c == run_c1
     again = compare(run, quiet=True)  # everything finished: nothing relaunched
@@ -163,6 +165,62 @@ def test_two_seeds_compare_killed_between_replicates_resumes(run: RunDir, monkey
     seeds = {r["arm"]: r["n_seeds"] for r in out["rows"]}
     assert seeds == {"iter_0": 1, "iter_1": 2, "run_a": 2, "run_b": 1, "run_c": 2}
     assert {(t["a"], t["b"]) for t in out["seed_tests"]} >= {("iter_1", "iter_0"), ("run_a", "run_c")}
+
+
+# ---------------------------------------------------------------- issue 23, item 3: Run A is an independent replicate
+
+
+@pytest.mark.parametrize("seeds", [1, 3])
+def test_seed_scheme_keeps_run_a_apart_from_the_best_iteration(seeds: int) -> None:
+    """Run A's seeds never meet the best iteration's (member 0 = the iteration itself, every iteration's seed),
+    Run C's are Run A's, and raising --seeds keeps the finished members' seeds."""
+    best = [seed_offset("best", k) for k in range(seeds)]
+    run_a = [seed_offset("run_a", k) for k in range(seeds)]
+    assert best[0] == 0 and not set(run_a) & set(best)
+    assert [seed_offset("run_c", k) for k in range(seeds)] == run_a
+    assert len(set(run_a)) == len(set(best)) == seeds and seed_offset("run_b") not in best
+    assert [seed_offset("run_a", k) for k in range(seeds + 2)][:seeds] == run_a  # raising --seeds renumbers nothing
+    with pytest.raises(SelfImproveError, match="one seed"):
+        seed_offset("run_b", 1)
+
+
+def test_run_a_is_an_independent_replicate_of_the_best_iteration(run: RunDir, monkeypatch: pytest.MonkeyPatch,
+                                                                  tmp_path) -> None:
+    """compare --seeds 1, then raised to 3: Run A trains the best iteration's data with seeds disjoint from the
+    best iteration's (iter_N itself and its replicates), Run C with Run A's; metrics.json and finalize's
+    table (console, scratchpad, JSON) show them, and raising --seeds retrains no finished member."""
+    finish_phase3(run)
+    launches = tmp_path / "launches.log"
+    monkeypatch.setenv("FAKE_RL_LAUNCH_LOG", str(launches))
+
+    def seeds_of(arm: str) -> list[int | None]:
+        return [r.seed for r in seed_members(run.read_metrics(), arm)]
+
+    def toml_seed(key: str) -> int:
+        return prime_rl.read_toml(run.arm(key).rl_toml)["orchestrator"]["seed"]
+
+    assert compare(run, quiet=True, seeds=1)["errors"] == {}
+    assert seeds_of("iter_1") == [0] and seeds_of("run_a") == seeds_of("run_c") == seeds_of("run_b") == [1]
+    assert toml_seed("iter_1") == 0 and toml_seed("run_a") == toml_seed("run_c") == 1
+    # Same knobs and checkpoint: Run A's training differs from iter_1's by its seed (and its package's name;
+    # it is evaluated on the full eval split).
+    iter_1, run_a = prime_rl.read_toml(run.iter(1).rl_toml), prime_rl.read_toml(run.control("run_a").rl_toml)
+    for config in (iter_1, run_a):
+        config["orchestrator"].pop("seed"), config["orchestrator"]["train"].pop("env"), config["orchestrator"].pop("eval")
+        config.pop("wandb", None)
+    assert iter_1 == run_a
+
+    assert compare(run, quiet=True, seeds=3)["errors"] == {}
+    assert len(launches.read_text().splitlines()) == 3 + 6  # seed 0 of A, B, C; then 2 more of best, A, C
+    best, run_a_seeds, run_c_seeds = seeds_of("iter_1"), seeds_of("run_a"), seeds_of("run_c")
+    assert best == [0, 2, 4] and run_a_seeds == run_c_seeds == [1, 3, 5] and seeds_of("run_b") == [1]
+    assert [toml_seed(f"run_a_seed{k}") for k in (1, 2)] == [3, 5]
+
+    out = finalize(run, plot=False)
+    assert {r["arm"]: r["seeds"] for r in out["rows"]}["run_a"] == [1, 3, 5]
+    assert {r["arm"]: r["seeds"] for r in out["rows"]}["iter_1"] == [0, 2, 4]
+    pad = run.scratchpad.read_text()
+    assert "| run_a (best @iter0) | " in pad and " | 1,3,5 | " in pad and " | 0,2,4 | " in pad
 
 
 def test_compare_refuses_while_phase3_runs(run: RunDir) -> None:

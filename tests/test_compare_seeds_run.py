@@ -13,6 +13,11 @@ import pytest
 from selfimprove.rundir import RunDir
 
 
+def tree_bytes(path) -> list[bytes]:
+    """The contents of every file under `path` (a weights dir), in path order."""
+    return [p.read_bytes() for p in sorted(path.rglob("*")) if p.is_file()]
+
+
 @pytest.mark.slow
 def test_run_with_two_seeds_on_the_embedded_default(tmp_path) -> None:
     """`selfimprove run --seeds 2` with the REAL CPU engine on selfimprove-arith (tiny settings, a 100-example
@@ -31,13 +36,20 @@ def test_run_with_two_seeds_on_the_embedded_default(tmp_path) -> None:
     rd = RunDir(result["run_dir"])
     assert rd.read_run().seeds == 2 and rd.read_run().phase4_errors == []
     stamps = {r.arm: (r.seed, r.replicate_of) for r in rd.read_metrics().iters}
-    assert stamps == {"iter_0": (None, None), "iter_1": (0, None), "run_a": (0, None), "run_b": (0, None),
-                      "run_c": (0, None), "iter_1_seed1": (1, "iter_1"), "run_a_seed1": (1, "run_a"),
-                      "run_c_seed1": (1, "run_c")}
-    # Really another seed: the first resumed step drew other prompts and samples.
+    # The best iteration: canonical + 2k; Runs A and C: canonical + 2k + 1 (never an iteration's seed); Run B: + 1.
+    assert stamps == {"iter_0": (None, None), "iter_1": (0, None), "run_a": (1, None), "run_b": (1, None),
+                      "run_c": (1, None), "iter_1_seed1": (2, "iter_1"), "run_a_seed1": (3, "run_a"),
+                      "run_c_seed1": (3, "run_c")}
+    # Really another seed: the first resumed step drew other prompts and samples, for Run C's two members and
+    # for Run A against the best iteration (same data, same checkpoint: with one seed it was iter_1 bit for bit).
     first = rd.read_eval_summary(rd.iter(0)).final_step + 1
     train = [(rd.control("run_c", k).rollout_step(first) / "train_rollouts.jsonl").read_text() for k in (0, 1)]
     assert train[0] != train[1]
+    best_and_run_a = (rd.iter(1), rd.control("run_a"))
+    same_data = [(arm.rollout_step(first) / "train_rollouts.jsonl").read_text() for arm in best_and_run_a]
+    assert same_data[0] != same_data[1]
+    weights = [arm.weights(rd.read_eval_summary(arm).final_step) for arm in best_and_run_a]
+    assert tree_bytes(weights[0]) != tree_bytes(weights[1])
     assert {r["arm"]: r["n_seeds"] for r in result["rows"]} == {"iter_0": 1, "iter_1": 2, "run_a": 2, "run_b": 1,
                                                                 "run_c": 2}
     assert all(r["n_eval"] == 100 for r in result["rows"])

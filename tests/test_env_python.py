@@ -145,7 +145,7 @@ def test_every_env_step_runs_in_the_env_interpreter(cli, runs_dir: Path, tmp_pat
     it.dir.mkdir(parents=True)
     rows = make_rows()[:20]
     (it.dir / "gen_dataset.py").write_text(GENERATOR.format(rows=repr(rows)))
-    iteration_steps.generate(it, timeout=300, python=run["env_python"])
+    iteration_steps.generate(rd, it, timeout=300, python=run["env_python"])
     ran_in = json.loads((it.dir / "ran_in.json").read_text())
     assert ran_in == {"prefix": other_prefix, "verifiers": OTHER_VERIFIERS}
 

@@ -1,7 +1,7 @@
-"""finalize's table, tests and recommendation with one training seed and with several,
+"""finalize's verdict, table, tests and recommendation with one training seed and with several,
 on run dirs written by hand (no training): every arm's eval_summary.json holds 200
 examples of which the first round(acc * 200) are correct, so per-seed accuracies are
-exactly the numbers given here."""
+exactly the numbers given here, and every arm's seeds follow `arms.seed_offset` (canonical 0)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ import pytest
 from rich.console import Console
 
 from selfimprove.models import EvalSummary, ExampleScore, IterRecord, Metrics, Phase4Error, RunConfig
+from selfimprove.phases.arms import seed_offset
 from selfimprove.phases.finalize import finalize
+from selfimprove.phases.verdict import DATA_BEAT, DATA_NOT_BEAT, DATA_UNTESTED
 from selfimprove.report.table import recommendation_line, summary_renderable
 from selfimprove.rundir import RunDir, split_seed_key, write_model
 from selfimprove.stats import UNMEASURED, wilson_interval
@@ -21,7 +23,7 @@ from selfimprove.stats import UNMEASURED, wilson_interval
 N = 200
 
 
-def _record(rd: RunDir, key: str, acc: float, seed: int) -> IterRecord:
+def _record(rd: RunDir, key: str, acc: float, seed: int | None) -> IterRecord:
     ok = round(acc * N)
     per = [ExampleScore(example_id=i, reward=float(i < ok), correct=float(i < ok)) for i in range(N)]
     ci = wilson_interval(ok, N)
@@ -48,8 +50,9 @@ def make_run(root: Path, arms: dict[str, list[float]]) -> RunDir:
     rd.scratchpad.write_text("# run\n", encoding="utf-8")
     records = []
     for arm, accs in arms.items():
-        for k, acc in enumerate(accs):
-            records.append(_record(rd, arm if k == 0 else f"{arm}_seed{k}", acc, seed=k))
+        for k, acc in enumerate(accs):  # iterations train with the canonical seed 0, the best one's replicates 2k
+            seed = seed_offset("best" if arm.startswith("iter_") else arm, k)
+            records.append(_record(rd, arm if k == 0 else f"{arm}_seed{k}", acc, seed=seed))
     rd.write_metrics(Metrics(iters=records))
     return rd
 
@@ -99,7 +102,7 @@ def test_several_seeds_table_shows_mean_sd_and_recommends_a_significant_arm(tmp_
     out = finalize(rd, plot=True)
     rows = {r["arm"]: r for r in out["rows"]}
     run_a = rows["run_a"]
-    assert run_a["n_seeds"] == 3 and run_a["seeds"] == [0, 1, 2]
+    assert run_a["n_seeds"] == 3 and run_a["seeds"] == [1, 3, 5]
     assert run_a["eval_acc"] == pytest.approx(0.6133333) and run_a["eval_acc_sd"] == pytest.approx(0.0152753, abs=1e-6)
     half = 4.302653 * 0.0152753 / 3**0.5  # t(0.975, 2) * sd / sqrt(3)
     assert run_a["acc_ci95"] == pytest.approx([0.6133333 - half, 0.6133333 + half], abs=1e-5)
@@ -122,7 +125,7 @@ def test_several_seeds_table_shows_mean_sd_and_recommends_a_significant_arm(tmp_
     assert "0.613 ± 0.015 (3 seeds) vs 0.510 ± 0.010 (3 seeds) on 200 shared eval examples" in text
     assert "Welch t-test" in text and "3 training seeds" in text and "seed variance unmeasured" in text  # run_b's line
     pad = rd.scratchpad.read_text()
-    assert "| 0.613 ± 0.015 | 3 |" in pad and "Recommendation (significant)" in pad
+    assert "| 0.613 ± 0.015 | 1,3,5 |" in pad and "Recommendation (significant)" in pad
     assert json.loads(json.dumps(out)) == out
 
 
@@ -173,3 +176,123 @@ def test_status_waits_for_every_seed_replicate_before_finalize(tmp_path):
     for missing in ("run_a_seed1", "run_c_seed1", "iter_1_seed1"):
         rd.write_metrics(Metrics(iters=[r for r in metrics.iters if r.arm != missing]))
         assert next_step(rd)[1].startswith("selfimprove compare"), missing
+
+
+# ---------------------------------------------------------------- issue 23: the table's seeds, the verdict in words
+
+
+def opening(text: str) -> str:
+    """A summary's text with its whitespace collapsed (a console wraps long lines at its width)."""
+    return " ".join(text.split())
+
+
+def final_summary_head(rd: RunDir) -> list[str]:
+    """The lines right under the scratchpad's "## Final summary" heading."""
+    body = rd.scratchpad.read_text().split("## Final summary", 1)[1].splitlines()[1:]
+    return [line for line in body if line.strip()][:2]
+
+
+def test_table_shows_each_arms_training_seeds(tmp_path: Path) -> None:
+    """The console table, the scratchpad and the JSON rows name each arm's training seeds: iterations the
+    canonical seed, the best iteration's replicates the even offsets, Runs A and C the same odd ones."""
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.58, 0.60, 0.59], "run_a": [0.60, 0.63, 0.61],
+                             "run_b": [0.52], "run_c": [0.50, 0.52, 0.51]})
+    out = finalize(rd, plot=False)
+    seeds = {r["arm"]: r["seeds"] for r in out["rows"]}
+    assert seeds == {"iter_0": [0], "iter_1": [0, 2, 4], "run_a": [1, 3, 5], "run_b": [1], "run_c": [1, 3, 5]}
+    cells = {row[0]: row for line in rendered(out).splitlines() if line.startswith("│")
+             for row in [[c.strip() for c in line.strip("│").split("│")]]}
+    assert cells["run_a (best @iter0)"][4] == "1,3,5" and cells["run_c (real @iter0)"][4] == "1,3,5"
+    assert cells["iter_1  <- BEST_ITER"][4] == "0,2,4" and cells["iter_0 (real)"][4] == "0"
+    pad = rd.scratchpad.read_text()
+    assert "| training seeds |" in pad and "| 0.613 ± 0.015 | 1,3,5 |" in pad and "| 0.590 ± 0.010 | 0,2,4 |" in pad
+
+
+def test_verdict_one_seed_data_did_not_beat_equal_compute(tmp_path: Path, cli) -> None:
+    """One seed, Run A 0.56 vs Run C 0.55 (McNemar 2/0, p = 0.5): every summary opens with the sentence and
+    its figures, and names Run C as the model (it beats iter_0 without the teacher's data), not iter_1."""
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.56], "run_a": [0.56], "run_b": [0.52], "run_c": [0.55]})
+    res = cli("finalize", "--run-dir", rd.root, "--no-plot")
+    assert res.exit_code == 0, res.stderr
+    assert res.stdout.startswith(DATA_NOT_BEAT)  # the first words of the output
+    assert opening(res.stdout).startswith(
+        f"{DATA_NOT_BEAT}: run_a 0.560 vs run_c 0.550 (delta +0.010); exact McNemar p=0.5 (2/0 discordant); "
+        "1 training seed each, seed variance unmeasured; 200 paired eval examples "
+        "use run_c (real @iter0): the gain came from more steps on real data; the targeted data added nothing "
+        "measurable (eval_acc 0.550 vs iter_0 0.500, one training seed: provisional)")
+    assert final_summary_head(rd)[0].startswith(f"**{DATA_NOT_BEAT}**: run_a 0.560 vs run_c 0.550")
+    assert final_summary_head(rd)[1].startswith("use run_c (real @iter0)")
+    out = json.loads(cli("finalize", "--run-dir", rd.root, "--no-plot", "--json").stdout)
+    v = out["verdict"]
+    assert v["data_beats_control"] is False and v["sentence"] == DATA_NOT_BEAT and v["test"] == "mcnemar"
+    assert v["p"] == pytest.approx(0.5) and v["mean_run_a"] == pytest.approx(0.56) and v["n_examples"] == N
+    assert v["use"] == "run_c" and out["recommended"] == "run_c" and out["recommendation"]["status"] == "provisional"
+    assert "preferred over iter_1 (0.560)" in recommendation_line(out)
+
+
+def test_verdict_one_seed_data_beat_equal_compute(tmp_path: Path) -> None:
+    """Run A 0.60 vs Run C 0.51 (McNemar 18/0): the first line says the data beat equal compute, with figures."""
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.56], "run_a": [0.60], "run_b": [0.52], "run_c": [0.51]})
+    out = finalize(rd, plot=False)
+    v = out["verdict"]
+    assert v["data_beats_control"] is True and v["sentence"] == DATA_BEAT and v["p"] < 1e-4 and v["use"] == "run_a"
+    assert opening(rendered(out)).startswith(
+        f"{DATA_BEAT}: run_a 0.600 vs run_c 0.510 (delta +0.090); exact McNemar p=7.63e-06 (18/0 discordant); "
+        "1 training seed each, seed variance unmeasured; 200 paired eval examples "
+        "use run_a (best @iter0): eval_acc 0.600 vs iter_0 0.500, one training seed: provisional")
+    assert final_summary_head(rd)[0].startswith(f"**{DATA_BEAT}**: run_a 0.600")
+
+
+def test_verdict_with_seeds_prefers_run_c_when_the_data_adds_nothing(tmp_path: Path) -> None:
+    """Three seeds, Run A 0.613 vs Run C 0.607 (Welch p = 0.62), both beating iter_0: the verdict is the
+    Welch test's, and the recommendation is Run C, where the old pick (highest mean) was Run A."""
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.58, 0.60, 0.59], "run_a": [0.60, 0.63, 0.61],
+                             "run_b": [0.52], "run_c": [0.59, 0.62, 0.61]})
+    out = finalize(rd, plot=False)
+    v = out["verdict"]
+    assert v["sentence"] == DATA_NOT_BEAT and v["test"] == "welch" and v["p"] == pytest.approx(0.621, abs=1e-3)
+    assert (v["n_seeds_run_a"], v["n_seeds_run_c"], v["n_examples"]) == (3, 3, N)
+    assert out["recommended"] == "run_c" and out["recommendation"]["status"] == "significant" and v["use"] == "run_c"
+    assert opening(rendered(out)).startswith(
+        f"{DATA_NOT_BEAT}: run_a 0.613 vs run_c 0.607 (delta +0.007); Welch t-test p=0.621; 3 vs 3 training seeds; "
+        "200 shared eval examples use run_c (real @iter0): the gain came from more steps on real data")
+
+
+def test_verdict_with_seeds_data_beat_equal_compute(tmp_path: Path) -> None:
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.58, 0.60, 0.59], "run_a": [0.60, 0.63, 0.61],
+                             "run_b": [0.52], "run_c": [0.50, 0.52, 0.51]})
+    out = finalize(rd, plot=False)
+    v = out["verdict"]
+    assert v["sentence"] == DATA_BEAT and v["test"] == "welch" and v["use"] == "run_a" == out["recommended"]
+    assert opening(rendered(out)).startswith(f"{DATA_BEAT}: run_a 0.613 vs run_c 0.510 (delta +0.103); Welch")
+
+
+def test_verdict_nothing_beats_iter0_names_iter0(tmp_path: Path) -> None:
+    """Seeds measured, Run A not above Run C and no arm above iter_0: use iter_0."""
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.50, 0.56, 0.47], "run_a": [0.52, 0.49, 0.55],
+                             "run_b": [0.51], "run_c": [0.48, 0.53, 0.50]})
+    out = finalize(rd, plot=False)
+    assert out["verdict"]["sentence"] == DATA_NOT_BEAT and out["verdict"]["use"] == "iter_0"
+    assert "use iter_0 (real): no arm beats it under the seed-aware t-test eval accuracy" in opening(rendered(out))
+    assert out["recommended"] is None
+
+
+def test_verdict_without_control_says_the_data_was_not_tested(tmp_path: Path) -> None:
+    """compare --no-control: no Run C, so the summary says the data was not tested against equal compute."""
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.56], "run_a": [0.60], "run_b": [0.52]})
+    out = finalize(rd, plot=False)
+    v = out["verdict"]
+    assert out["complete"] and v["data_beats_control"] is None and v["sentence"] == DATA_UNTESTED and v["p"] is None
+    assert opening(rendered(out)).startswith(f"{DATA_UNTESTED}: no run_c (real @iter0) in this run (compare --no-control)")
+    assert final_summary_head(rd)[0].startswith(f"**{DATA_UNTESTED}**")
+    assert out["recommended"] == "run_a"
+
+
+def test_verdict_falls_back_to_mcnemar_when_every_seed_scored_alike(tmp_path: Path) -> None:
+    """Two seeds each, but every seed of Run A and of Run C scored the same: no Welch p, so the verdict is
+    the paired test of their seed-0 checkpoints, and says why."""
+    rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.56, 0.56], "run_a": [0.60, 0.60], "run_b": [0.52],
+                             "run_c": [0.51, 0.51]})
+    v = finalize(rd, plot=False)["verdict"]
+    assert v["test"] == "mcnemar" and v["sentence"] == DATA_BEAT and v["n_seeds_run_a"] == 2
+    assert "seed 0 of each (2 vs 2 training seeds), every seed scored the same" in v["figures"]

@@ -13,6 +13,7 @@ from pathlib import Path
 from gate_fixtures import alias, clone, make_rows, prior_rows
 
 from selfimprove.gates import EvalNgramIndex, check_eval_overlap, check_near_duplicates, eval_ngram_index, template_signature
+from selfimprove.gates.dedup import find_eval_overlap
 from selfimprove.gates import ngram_hash
 
 BASE_ROWS = make_rows()
@@ -129,16 +130,19 @@ def test_valid_rows_do_not_overlap_eval():
     assert g.stats["eval_questions"] == 202 and g.stats["flagged_rows"] == 0
 
 
-def test_copied_eval_question_is_flagged_without_leaking_eval_text():
-    """A generated row that copies an eval question is flagged by index; no eval text reaches the report."""
+def test_copied_eval_question_is_flagged_without_leaking_eval_text_or_rows():
+    """A generated row that copies an eval question is found by index for the tool's own drop; the gate
+    report counts it and names neither the eval text nor the row (issue 23.5: row ids are an oracle)."""
     rows = clone(BASE_ROWS)
     rows[7]["question"] = next(eval_questions()).replace("12", "13")  # near-verbatim copy
     rows[8]["question"] = "91 - (37 - 12)"  # short question: compared whole
+    assert find_eval_overlap(rows, eval_ngram_index(eval_questions())).overlapping == [7, 8]
     g = check_eval_overlap(rows, eval_questions())
     assert g.failed_rules == {"eval_overlap"}
-    assert g.failures[0].rows == [7, 8]
+    assert g.failures[0].rows == [] and g.failures[0].message.startswith("2 generated row(s)")
     dumped = g.model_dump_json() + g.summary()
     assert CANARY not in dumped and "wizard" not in dumped and "lighthouse" not in dumped
+    assert "rows 7" not in dumped and "[7, 8]" not in dumped
 
 
 def test_shared_boilerplate_below_threshold_is_not_flagged():
@@ -162,9 +166,11 @@ def test_eval_question_embedded_in_a_sentence_is_flagged():
     rows[4]["question"] = f"{intro} {long_q.upper()} Round to 2 places and explain in 3 steps. {outro}"
     rows[5]["question"] = "Compute 91-(37-12) and give the result."
     rows[6]["question"] = "What is 91 - ( 37 - 12 )?"
+    found = find_eval_overlap(rows, eval_ngram_index(eval_questions()))
+    assert (found.overlapping, found.containing, found.rows) == ([], [3, 4, 5, 6], [3, 4, 5, 6])
     g = check_eval_overlap(rows, eval_questions())
     assert g.failed_rules == {"eval_contained"}, g.summary()
-    assert g.failures[0].rows == [3, 4, 5, 6]
+    assert g.failures[0].rows == [] and g.failures[0].message.startswith("4 generated row(s)")
     assert g.stats["contained_rows"] == 4
     dumped = g.model_dump_json() + g.summary()
     assert CANARY not in dumped and "wizard" not in dumped
@@ -191,8 +197,8 @@ def test_containment_needs_three_tokens_unless_whole_row():
     rows[0]["question"] = "What is 42?"
     assert check_eval_overlap(rows, ["42", "hello there"]).passed
     rows[1]["question"] = "Hello, there!"
-    g = check_eval_overlap(rows, ["42", "hello there"])
-    assert g.failures and g.failures[0].rows == [1]
+    assert not check_eval_overlap(rows, ["42", "hello there"]).passed
+    assert find_eval_overlap(rows, eval_ngram_index(["42", "hello there"])).rows == [1]
 
 
 def test_eval_iterable_is_consumed_once():
@@ -217,7 +223,8 @@ def test_prehashed_index_gives_the_same_verdict_and_carries_no_text():
     assert CANARY not in json.dumps(index.to_json())
     by_index, by_text = check_eval_overlap(rows, index), check_eval_overlap(rows, eval_questions())
     assert by_index.model_dump() == by_text.model_dump()
-    assert by_index.failures[0].rows == [7]
+    assert by_index.failures[0].message.startswith("1 generated row(s)")
+    assert find_eval_overlap(rows, index).rows == [7]
 
 
 def test_ngram_hash_is_standalone():

@@ -284,7 +284,7 @@ def test_timed_out_generator_and_its_children_are_killed_and_gen_log_capped(tmp_
     monkeypatch.setattr(iteration_steps, "GEN_LOG_CAP_BYTES", 100_000)
     started = time.monotonic()
     with pytest.raises(TeacherActionNeeded, match="still running after 2 s"):
-        iteration_steps.generate(it, timeout=2)
+        iteration_steps.generate(RunDir(tmp_path), it, timeout=2)
     assert time.monotonic() - started < 15
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from selfimprove.errors import ConfigError
-from selfimprove.gates.dedup import check_eval_overlap
+from selfimprove.gates.dedup import check_eval_overlap, find_eval_overlap
 from selfimprove.gates.roundtrip import check_reward_round_trip
 from selfimprove.models import HubEnv
 from selfimprove.phases.iteration_steps import render_generator_skeleton
@@ -114,8 +114,9 @@ def test_eval_index_is_built_from_the_v1_eval_tasks(sums_env, sums_hub: HubEnv):
     assert (index.n_questions, index.source) == (60, "eval_split")
     eval_q = next(iter(sums_env.make_split("eval")))[0]
     train_q = next(iter(sums_env.make_split("train")))[0]
-    report = check_eval_overlap([_row(eval_q, "1", "r"), _row(train_q, "1", "r")], index)
-    assert not report.passed and [f.rows for f in report.failures] == [[0]]
+    rows = [_row(eval_q, "1", "r"), _row(train_q, "1", "r")]
+    assert not check_eval_overlap(rows, index).passed
+    assert find_eval_overlap(rows, index).rows == [0]
     # without an eval split (eval args = train args) the engine scores the first eval_examples train tasks
     no_split = sums_hub.model_copy(deep=True)
     no_split.taskset["eval_args"] = no_split.taskset["train_args"]
@@ -168,7 +169,7 @@ def test_v1_skeleton_with_a_parser_object_runs(sums_hub: HubEnv, tmp_path: Path,
     hub.taskset["taskset_id"] = "v1_only_arith"
     hub.taskset["answer_extraction"]["parsers"] = [{"attr": "PARSER", "class": "XMLParser"}]
     text = render_generator_skeleton(hub, 1, env_api_v1)
-    assert "REAL_PARSER = REAL_TASKSET.PARSER" in text and "REAL_PARSER.parse_answer(row[\"info\"][\"reasoning\"])" in text
+    assert "REAL_PARSER = REAL_TASKSET.PARSER" in text and "REAL_PARSER.parse_answer([{\"role\": \"assistant\", \"content\": row[\"info\"][\"reasoning\"]}])" in text
     (tmp_path / "gen_dataset.py").write_text(text)
     proc = subprocess.run([sys.executable, "gen_dataset.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONPATH": str(arith)})

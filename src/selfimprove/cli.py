@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status, student
+from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status, student, weaknesses
 from .commands import skill
 
 app = typer.Typer(
@@ -39,6 +39,7 @@ app.command("compare")(compare.command)
 app.command("finalize")(finalize.command)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run.command)
 app.command("status")(status.command)
+app.command("weaknesses")(weaknesses.command)
 app.command("note")(note.command)
 app.add_typer(student.app, name="student")
 app.add_typer(skill.app, name="skill")

@@ -4,7 +4,8 @@ A teacher is anything with `write(ctx: TeacherContext) -> None` (or a plain
 function of ctx). Given one iteration's analysis inputs, it writes exactly:
 
 - `ctx.iter_dir / "weakness_report.md"`: markdown with the YAML front matter
-  the report gate validates (see `selfimprove.gates.report.WeaknessReport`);
+  the report gate validates; build a `WeaknessReport` (re-exported here with
+  `Domain`, `SubDomain`, `Bucket`, `Feature`) and `write_weakness_report` writes it;
 - `ctx.iter_dir / "gen_dataset.py"`: the generator the tool runs and gates.
 
 Optionally `overrides.toml` (per-iteration knobs, see phases/arms.py) and
@@ -16,8 +17,12 @@ the generator fails, `write` is called again with `ctx.feedback` set to the
 failure list; the teacher fixes the GENERATOR, never the rows.
 
 The agent following SKILL.md is a teacher too: it does the same by hand.
+Its best input is `ctx.weakness` (iter_N/weakness_stats.json, the same figures
+`selfimprove weaknesses` shows): per prompt group of the real train split, how
+often iter_0 solved it over its run, and a class (never / rare / learning /
+solved). examples/minimal_teacher.py is a complete teacher built on it.
 A teacher that calls an LLM API fits here: build the prompt from
-`ctx.failures_path`, `ctx.analysis` and `ctx.hub_env`, write the two files.
+`ctx.weakness`, `ctx.failures_path`, `ctx.analysis` and `ctx.hub_env`, write the two files.
 """
 
 from __future__ import annotations
@@ -31,9 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+import yaml
+
 from .errors import SelfImproveError, TeacherError, UsageError
+from .gates.report import Bucket, CustomReward, Domain, Feature, SubDomain, WeaknessReport
 from .resources import project_file
-from .rundir import RunDir, require_json_object
+from .rundir import RunDir, atomic_write_text, read_json_object, require_json_object
 from .scratchpad import fill_teacher_sections
 
 
@@ -50,6 +58,7 @@ class TeacherContext:
     prior_iterations: list[Path] = field(default_factory=list)  # earlier iter dirs
     feedback: str | None = None  # the failure list when re-called after a gate/generator failure
     scratchpad_path: Path | None = None  # the run's scratchpad.md (None: a context without a run dir)
+    weakness: dict[str, Any] | None = None  # weakness_stats.json: {"real": ..., "previous": ...} (see selfimprove.weakness)
 
     def fill_scratchpad(self, sections: dict[int, str], worked_prev: str | None = None) -> list[str]:
         """Write this iteration's scratchpad sections {1: understanding, 3: plan, 4: changes} and, from
@@ -58,6 +67,10 @@ class TeacherContext:
         if self.scratchpad_path is None or not Path(self.scratchpad_path).is_file():
             return []
         return fill_teacher_sections(Path(self.scratchpad_path), self.iteration, sections, worked_prev)
+
+
+__all__ = ["TeacherContext", "Teacher", "write_weakness_report", "WeaknessReport", "Domain", "SubDomain", "Bucket",
+           "Feature", "CustomReward", "load_teacher", "call_teacher", "make_context"]
 
 
 class Teacher(Protocol):
@@ -78,7 +91,18 @@ def make_context(rd: RunDir, n: int, feedback: str | None = None) -> TeacherCont
         prior_iterations=[rd.iter(k).dir for k in range(1, n)],
         feedback=feedback,
         scratchpad_path=rd.scratchpad,
+        weakness=read_json_object(it.dir / "weakness_stats.json"),
     )
+
+
+def write_weakness_report(path: Path, report: WeaknessReport, body: str = "") -> Path:
+    """Write `report` as weakness_report.md: its YAML front matter, then `body` (markdown for humans).
+
+    The model's own validation runs when the report is built; the gate's rules across fields
+    (bucket sums, severity order, ...) run at `iterate`, as for any teacher."""
+    front = yaml.safe_dump(report.model_dump(mode="json", exclude_defaults=True), sort_keys=False, allow_unicode=True)
+    atomic_write_text(Path(path), f"---\n{front}---\n\n{body.strip()}\n")
+    return Path(path)
 
 
 def _teacher_file(target: str) -> Path:

@@ -19,14 +19,15 @@ def command(
     restart: Annotated[bool, typer.Option(help="After a crashed arm job: clean relaunch.")] = False,
     resume: Annotated[bool, typer.Option(help="After a crashed arm job: relaunch from its last checkpoint.")] = False,
     cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a job this many hours past its expected end (default 2).")] = None,
-    seeds: Annotated[Optional[int], typer.Option(min=1, help="Training seeds for Run A, Run C and the best iteration (seed k = the canonical orchestrator.seed + k); recorded in run.json. Default: run.json's value (1 = seed variance unmeasured).")] = None,
+    seeds: Annotated[Optional[int], typer.Option(min=1, help="Training seeds for Run A, Run C and the best iteration (member k: the best iteration canonical orchestrator.seed + 2k, Runs A and C + 2k + 1, so Run A never repeats the best iteration's seed); recorded in run.json. Default: run.json's value (1 = seed variance unmeasured).")] = None,
     parallel: Annotated[Optional[int], typer.Option(min=1, help="Arms trained at once. Default: 2 with the CPU engine (same figures, 1.6-1.7x sooner on 2 cores), 1 with prime-rl (a run takes every GPU).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 4: pick BEST_ITER and run the controls on the full eval split.
 
-    Run A replays the best dataset from iter_0, Run B mixes real + best from the
-    base model, Run C (default on) trains iter_0 for the same steps on real data.
+    Run A replays the best dataset from iter_0 with other training seeds than
+    the best iteration's, Run B mixes real + best from the base model, Run C
+    (default on) trains iter_0 for the same steps on real data, with Run A's seeds.
     With --seeds N, Run A, Run C and the best iteration are each trained with N
     training seeds (Run B stays at one), so finalize can test differences against
     seed variance. A failing arm is logged in run.json phase4_errors and the

@@ -21,14 +21,18 @@ def command(
     wandb: Annotated[bool, typer.Option("--wandb/--no-wandb", help="Log arms to W&B when run.json names a project.")] = True,
     json_: JsonOpt = False,
 ) -> None:
-    """Phase 5: close the run, print the table of arms with intervals and tests.
+    """Phase 5: close the run, print the verdict, the table of arms with intervals and tests.
 
-    Per arm: eval accuracy (mean ± sd over training seeds when compare ran with
-    --seeds N), n_seeds, a 95% interval and n eval examples. Then the seed-aware
-    t-tests (Welch between arms, one-sample against iter_0), the paired McNemar
-    tests per checkpoint, and the recommendation: an arm that beats iter_0 at
-    p < 0.05 under the seed-aware test, or with one seed a provisional pick
-    (seed variance unmeasured).
+    First the verdict: "targeted data beat (or did not beat) equal compute on
+    real data", Run A vs Run C under the test in force with its figures, and
+    which model to use and why. Then per arm: eval accuracy (mean ± sd over
+    training seeds when compare ran with --seeds N), its training seeds, a 95%
+    interval and n eval examples; the seed-aware t-tests (Welch between arms,
+    one-sample against iter_0), the paired McNemar tests per checkpoint, and
+    the recommendation: an arm that beats iter_0 at p < 0.05 under the
+    seed-aware test, or with one seed a provisional pick (seed variance
+    unmeasured); Run C when the targeted data did not beat it and it beats
+    iter_0 itself.
 
     A Phase 4 arm without a result (its job died, or compare never ran it) is
     named with the reason and the fix (`compare --restart`); the summary is

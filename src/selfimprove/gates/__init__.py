@@ -6,6 +6,7 @@ first), with generated-row indices where rows are at fault:
     report.py      weakness_report.md front matter (WeaknessReport) + skeleton
     dataset.py     row schema, report labels, the seed's nine validation lines
     dedup.py       aliases of earlier iterations; n-gram overlap with and containment of eval questions
+    decontam.py    not a gate: the generate step's own drop of rows that overlap eval questions (counts only)
     provenance.py  skeleton tags name a row of failures.jsonl; no copy or alias of a failed prompt
     diversity.py   Pillar 2: every bucket varies >= 3 of the seed's five axes (info.axes)
     ngram_hash.py  stdlib-only eval n-gram hashing, loadable by path where eval rows are read

@@ -157,8 +157,11 @@ def _normalise_question(q: Any) -> str:
     return " ".join(str(q).split())
 
 
-def check_dataset(rows: list[dict], report: WeaknessReport) -> GateReport:
-    """Gate the generated rows against the report; every failing rule is listed."""
+def check_dataset(rows: list[dict], report: WeaknessReport, dropped_eval_overlap: int = 0) -> GateReport:
+    """Gate the generated rows against the report; every failing rule is listed.
+
+    `dropped_eval_overlap`: how many rows the generate step dropped before (decontam.py), named
+    in the row-count message so the teacher knows why there are fewer rows than it wrote."""
     failures: list[GateFailure] = []
     T = len(rows)
 
@@ -206,7 +209,12 @@ def check_dataset(rows: list[dict], report: WeaknessReport) -> GateReport:
             failures.append(GateFailure(rule=name, message=f"{ln['bar']}: measured {_fmt(ln['value'])}", rows=rows_hint))
 
     if not ROWS_MIN <= T <= ROWS_MAX:
-        failures.append(GateFailure(rule="row_count", message=f"{T} rows; need {ROWS_MIN}-{ROWS_MAX}"))
+        if dropped_eval_overlap and T < ROWS_MIN:
+            message = (f"{T} rows after the tool dropped {dropped_eval_overlap} that overlap the evaluated questions; "
+                       f"need {ROWS_MIN}-{ROWS_MAX}: generate more rows")
+        else:
+            message = f"{T} rows; need {ROWS_MIN}-{ROWS_MAX}"
+        failures.append(GateFailure(rule="row_count", message=message))
 
     first_seen: dict[str, int] = {}
     dupes: list[int] = []

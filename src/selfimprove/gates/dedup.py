@@ -1,7 +1,8 @@
 """Near-duplicate and contamination gates over generated questions.
 
     check_near_duplicates(rows, {1: iter1_rows, 2: iter2_rows})  # aliases of earlier iterations
-    check_eval_overlap(rows, eval_questions)                      # shared n-grams with the eval split
+    check_eval_overlap(rows, eval_questions)                      # shared n-grams with the eval split (counts only)
+    find_eval_overlap(rows, index).rows                           # which rows: for the tool's own drop (decontam.py)
 
 1. Aliases. The seed forbids "trivial paraphrases of prior iters' rows" and
    calls "Sally->Sarah, 5->7" an alias. `template_signature` erases exactly
@@ -29,9 +30,12 @@
    rows are deliberate paraphrases, so we are stricter). Questions shorter
    than n words are compared whole. Eval questions are hashed (8-byte
    blake2b, ngram_hash.py) into a set as they stream in and never stored,
-   or arrive already hashed as an EvalNgramIndex; the report holds only
-   generated-row indices and counts, never eval text, and its messages
-   never quote a generated question (it may contain eval text).
+   or arrive already hashed as an EvalNgramIndex. The report holds counts
+   only: no eval text, no generated question (it may contain eval text),
+   and no row indices either, since a list of flagged rows tells whoever
+   redraws them which questions are evaluated (decontam.py: the tool drops
+   these rows itself after the generator runs, so this gate is a defensive
+   second check that should never fire).
 
 3. Eval containment (`eval_contained`): a row that embeds a whole eval
    question in a sentence ("Compute <eval question> and give the result.")
@@ -56,6 +60,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter, defaultdict
+from dataclasses import dataclass
 from typing import Any, Iterable
 
 from .common import GateFailure, GateReport, share
@@ -229,6 +234,42 @@ def check_near_duplicates(
 # ---------------------------------------------------------------- eval overlap
 
 
+@dataclass(frozen=True)
+class EvalOverlap:
+    """Which generated rows rules 2 and 3 flag: the ONE definition of "overlaps the evaluated questions".
+
+    Row indices stay inside the tool (decontam.py drops these rows); reports carry the counts only.
+    """
+
+    overlapping: list[int]  # rule 2, `eval_overlap`: >= min_overlap of the row's n-grams are eval n-grams
+    containing: list[int]  # rule 3, `eval_contained`: the row embeds a whole eval question
+    rows_with_any_shared_ngram: int
+
+    @property
+    def rows(self) -> list[int]:
+        """Every flagged row, in row order (a row is flagged by at most one of the two rules)."""
+        return sorted(self.overlapping + self.containing)
+
+
+def find_eval_overlap(rows: list[dict], index: EvalNgramIndex, min_overlap: float = EVAL_MIN_OVERLAP) -> EvalOverlap:
+    """Rules 2 and 3 over the generated rows (index = position in `rows`), against a hashed eval index."""
+    overlapping: list[int] = []
+    containing: list[int] = []
+    any_shared = 0
+    for i, row in enumerate(rows):
+        q = _question(row)
+        if q is None:
+            continue
+        grams = question_hashes(q, index.n)
+        hits = sum(1 for g in grams if g in index.hashes)
+        any_shared += hits > 0
+        if grams and hits / len(grams) >= min_overlap:
+            overlapping.append(i)
+        elif _embeds_eval_question(overlap_tokens(q), index):
+            containing.append(i)
+    return EvalOverlap(overlapping, containing, any_shared)
+
+
 def check_eval_overlap(
     rows: list[dict],
     eval_questions: Iterable[str] | EvalNgramIndex,
@@ -236,49 +277,38 @@ def check_eval_overlap(
     min_overlap: float = EVAL_MIN_OVERLAP,
     max_flagged_share: float = 0.0,
 ) -> GateReport:
-    """Flag generated rows whose word n-grams overlap the eval split; counts and row ids only.
+    """Fail when generated rows overlap the evaluated questions; counts only, never which rows.
 
     `eval_questions` is either the eval questions (an iterable consumed once,
     each text dropped after hashing) or, better, an `EvalNgramIndex` built
     where the eval rows are read so that no eval text enters this process at
     all (see ngram_hash.py); the index's own n is used then. The gate fails
     when the flagged share exceeds `max_flagged_share` (default: any flagged
-    row); the caller may drop the flagged rows and re-gate.
+    row). In `iterate` the generate step has already dropped every row
+    `find_eval_overlap` flags (decontam.py), so this is a defensive check:
+    it fires only if the eval index changed after that drop.
     """
     index = eval_questions if isinstance(eval_questions, EvalNgramIndex) else eval_ngram_index(eval_questions, n)
     del eval_questions  # nothing below can see eval text: only integer hashes survive
     n = index.n
-
-    flagged: list[int] = []
-    contained: list[int] = []
-    any_shared = 0
-    for i, row in enumerate(rows):
-        q = _question(row)
-        if q is None:
-            continue
-        grams = question_hashes(q, n)
-        hits = sum(1 for g in grams if g in index.hashes)
-        any_shared += hits > 0
-        if grams and hits / len(grams) >= min_overlap:
-            flagged.append(i)
-        elif _embeds_eval_question(overlap_tokens(q), index):
-            contained.append(i)
+    found = find_eval_overlap(rows, index, min_overlap)
 
     # Without an eval split the engine evaluates the first train rows: those were indexed instead.
     against = ("eval questions" if index.source == "eval_split" else
                f"the {index.n_questions} train rows the engine evaluates (the env has no eval split)")
+    # No `rows=`: which rows were flagged is exactly what a teacher must not learn (module docstring, rule 2).
+    redo = ("the generate step drops such rows, so this check should find none: delete generate.json and "
+            "re-run iterate to redo the drop; eval text and row numbers are never shown")
     failures = []
-    if flagged and share(len(flagged), len(rows)) > max_flagged_share:
+    if found.overlapping and share(len(found.overlapping), len(rows)) > max_flagged_share:
         failures.append(GateFailure(
             rule="eval_overlap",
-            message=f"{len(flagged)} generated row(s) share >= {min_overlap:.0%} of their word {n}-grams with {against} (eval text is never shown; drop or regenerate these rows)",
-            rows=flagged,
+            message=f"{len(found.overlapping)} generated row(s) share >= {min_overlap:.0%} of their word {n}-grams with {against} ({redo})",
         ))
-    if contained and share(len(contained), len(rows)) > max_flagged_share:
+    if found.containing and share(len(found.containing), len(rows)) > max_flagged_share:
         failures.append(GateFailure(
             rule="eval_contained",
-            message=f"{len(contained)} generated row(s) contain a whole eval question inside their text (eval text is never shown; drop or regenerate these rows)",
-            rows=contained,
+            message=f"{len(found.containing)} generated row(s) contain a whole eval question inside their text ({redo})",
         ))
     stats = {
         "indexed": against,
@@ -286,9 +316,9 @@ def check_eval_overlap(
         "min_overlap": min_overlap,
         "eval_questions": index.n_questions,
         "eval_ngrams": len(index.hashes),
-        "rows_with_any_shared_ngram": any_shared,
-        "flagged_rows": len(flagged),
-        "contained_rows": len(contained),
+        "rows_with_any_shared_ngram": found.rows_with_any_shared_ngram,
+        "flagged_rows": len(found.overlapping),
+        "contained_rows": len(found.containing),
     }
     return GateReport.build("eval_overlap", failures, stats)
 

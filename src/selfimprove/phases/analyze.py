@@ -9,7 +9,13 @@ so failures.jsonl has the same fields in both layouts) and writes:
   the completion's length;
 - `analysis.json`: eval_acc of iter_{N-1} (an aggregate from its eval summary,
   never an eval row), reward by completion-length quartile, share truncated,
-  a reward histogram.
+  a reward histogram, and the weakness classes' counts.
+
+`weakness_stats.json` (written first, see `write_weakness_stats`) measures every train
+prompt and prompt group over the WHOLE run, not the last steps: `real` from iter_0 (the
+real env; every iteration trains from its final checkpoint) and, from iteration 2,
+`previous` from iter_{N-1} (the teacher's last rows). Each failure carries its prompt's
+solve rate and group from the run it came from.
 
 When the final step holds fewer than `limit` failures (a small batch), earlier
 steps are pooled, newest first, up to `max_steps_back`; analysis.json says which.
@@ -20,12 +26,13 @@ from __future__ import annotations
 import json
 import statistics
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from ..engines.rollout_rows import train_rows
 from ..engines.rollouts import train_steps
 from ..errors import SelfImproveError
-from ..rundir import ArmDir, atomic_write_json, atomic_write_text
+from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text
+from ..weakness import Rollout, default_group, prompt_index, weakness_stats
 
 FAILURE_LIMIT = 200
 MAX_STEPS_BACK = 10
@@ -98,6 +105,66 @@ def read_train_rollouts(path: Path, step: int) -> list[dict]:
     return rows
 
 
+def _solved(rollout: dict) -> bool:
+    """The eval's rule on a train rollout: its is_correct metric where the env writes one, else reward >= 0.5."""
+    metrics = rollout.get("metrics")
+    flag = metrics.get("is_correct") if isinstance(metrics, dict) else None
+    if isinstance(flag, (int, float)) and not isinstance(flag, bool) or isinstance(flag, bool):
+        return float(flag) >= 0.5
+    reward = rollout.get("reward")
+    return isinstance(reward, (int, float)) and not isinstance(reward, bool) and reward >= 0.5
+
+
+def stat_rollouts(arm: ArmDir, up_to: int | None = None) -> Iterator[Rollout]:
+    """Every TRAIN rollout of `arm` (all steps up to `up_to`) as a Rollout; completions are dropped as
+    each line is read, so a long run's text never sits in memory."""
+    for step in train_steps(arm, up_to=up_to):
+        with open(arm.train_file(step), encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if not line.endswith("\n"):
+                    break  # torn last line of a file still being written
+                try:
+                    row = json.loads(line)
+                except json.JSONDecodeError:
+                    continue
+                if not isinstance(row, dict):
+                    continue
+                for rollout in train_rows(row):
+                    yield Rollout(step=step, question=prompt_text(rollout.get("prompt")), solved=_solved(rollout),
+                                  truncated=bool(rollout.get("is_truncated", False)),
+                                  example_id=rollout.get("example_id"))
+
+
+def arm_weakness(arm: ArmDir, up_to: int | None = None, *, group_of: Callable[[str], str] = default_group,
+                 grouping: str = "default", label: str = "") -> dict:
+    """Weakness statistics of one arm's TRAIN rollouts over its whole run."""
+    return weakness_stats(stat_rollouts(arm, up_to), group_of=group_of, grouping=grouping,
+                          source={"arm": arm.name, "rows": label})
+
+
+def write_weakness_stats(rd: RunDir, n: int, *, final_steps: dict[int, int]) -> dict:
+    """iter_N/weakness_stats.json: `real` (iter_0 on the real env) and, for N >= 2, `previous` (iter_{N-1}
+    on the teacher's rows). `final_steps` maps an iteration to its recorded final step."""
+    real = arm_weakness(rd.iter(0), final_steps.get(0), label="the real env's train split")
+    previous = (arm_weakness(rd.iter(n - 1), final_steps.get(n - 1), label=f"iter_{n - 1}'s generated rows")
+                if n >= 2 else None)
+    record = {"iteration": n, "real": real, "previous": previous,
+              "note": "TRAIN rollouts only; eval rows are sealed and never read here"}
+    atomic_write_json(rd.iter(n).dir / "weakness_stats.json", record)
+    return record
+
+
+def weakness_line(real: dict | None) -> str:
+    """One line of the real env's weakness classes for the scratchpad (iter_0's train rollouts, whole run)."""
+    if not real or not real.get("groups"):
+        return "Weakness classes: n/a (iter_0 has no train rollouts here)."
+    w, c = real["window"], real["by_class"]
+    classes = ", ".join(f"{k} {v['groups']} groups ({v['rollouts']} rollouts)" for k, v in c.items())
+    return (f"Weakness classes of iter_0 on the real train split (steps {w['steps'][0]}-{w['steps'][-1]}, "
+            f"{w['rollouts']} rollouts, {real['grouping']['groups']} prompt groups): {classes}; "
+            "see `selfimprove weaknesses`.")
+
+
 def _quartiles(rows: list[dict]) -> list[dict]:
     if not rows:
         return []
@@ -131,6 +198,16 @@ def _histogram(values: list[float], bins: int = 10) -> list[dict]:
     return [{"lo": round(lo + i * width, 4), "hi": round(lo + (i + 1) * width, 4), "n": c} for i, c in enumerate(counts)]
 
 
+def _weakness_fields(question: str, index: dict[str, dict]) -> dict:
+    p = index.get(question)
+    if p is None:
+        return {"prompt_solve_rate": None, "prompt_rollouts": 0, "group": default_group(question),
+                "group_solve_rate": None, "group_class": None}
+    g = p["group_stats"] or {}
+    return {"prompt_solve_rate": p["solve_rate"], "prompt_rollouts": p["rollouts"], "group": p["group"],
+            "group_solve_rate": g.get("solve_rate"), "group_class": g.get("class")}
+
+
 def analyze_failures(
     prev: ArmDir,
     out_dir: Path,
@@ -139,8 +216,12 @@ def analyze_failures(
     prev_final_step: int,
     limit: int = FAILURE_LIMIT,
     max_steps_back: int = MAX_STEPS_BACK,
+    weakness: dict | None = None,
 ) -> dict:
-    """Write failures.jsonl then analysis.json (last: its existence marks the step done)."""
+    """Write failures.jsonl then analysis.json (last: its existence marks the step done).
+
+    `weakness`: the weakness statistics of `prev`'s run; each failure then carries its prompt's
+    solve rate over the run, its group, and the group's rate and class."""
     steps = train_steps(prev, up_to=prev_final_step)
     if not steps:
         raise SelfImproveError(
@@ -161,6 +242,9 @@ def analyze_failures(
             break
     failures.sort(key=lambda r: (r["reward"], -r["step"], r["idx"]))
     failures = failures[:limit]
+    if weakness is not None:
+        failures = [{**r, **_weakness_fields(r["question"], index)}
+                    for index in [prompt_index(weakness)] for r in failures]
     rewards = [r["reward"] for r in all_rows]
     analysis = {
         "source_arm": prev.name,
@@ -172,6 +256,7 @@ def analyze_failures(
         "share_truncated": round(sum(r["is_truncated"] for r in all_rows) / len(all_rows), 4) if all_rows else None,
         "reward_by_length_quartile": _quartiles(all_rows),
         "reward_histogram": _histogram(rewards),
+        "weakness_classes": weakness["by_class"] if weakness else None,
         "note": "train rollouts only; eval rows are sealed and never read here",
     }
     atomic_write_text(

@@ -6,7 +6,8 @@ seed's mandates for the arm (resume step, absolute max_steps, batch, rollouts,
 train envs, eval env = the real env) plus the training knobs of the canonical
 config iter_0 trained with (seq_len, train sampling, lr, renderer, seed), so
 an arm trains like iter_0 with only the data changed; the teacher's optional
-per-iteration overrides go on top. Eval sampling is never overridden: every
+per-iteration overrides go on top. The Phase 4 arms change the seed too, each
+to its own (`arm_seed`: Run A never repeats a seed of the best iteration). Eval sampling is never overridden: every
 arm is evaluated alike.
 """
 
@@ -17,7 +18,7 @@ from typing import Callable
 
 from ..engines import engine_command
 from ..engines.jobs import JobExpectation, run_training
-from ..errors import ConfigError
+from ..errors import ConfigError, SelfImproveError
 from ..models import EvalSummary, RunConfig
 from ..rundir import ArmDir, RunDir
 from ..stack import prime_rl
@@ -85,25 +86,71 @@ def _wandb(cfg: RunConfig, name: str) -> dict | None:
     return {"project": cfg.wandb_project, "name": name} if cfg.wandb_project else None
 
 
-def _knobs(rd: RunDir, overrides: dict, seed_index: int = 0) -> dict:
-    """Canonical knobs with the teacher's overrides on top (same keys, same mapping);
-    seed member k >= 1 trains with training_seed(rd, k) instead of the canonical seed."""
+def _knobs(rd: RunDir, overrides: dict, seed: int | None = None) -> dict:
+    """Canonical knobs with the teacher's overrides on top (same keys, same mapping); `seed` (from
+    `arm_seed`) replaces the canonical training seed, None keeps it (the iterations)."""
     dialect = dialect_for(rd.read_run())
     knobs = {**dialect.canonical_knobs(canonical_config(rd)), **dialect.canonical_knobs(overrides)}
-    if seed_index:
-        knobs["seed"] = training_seed(rd, seed_index)
+    if seed is not None:
+        knobs["seed"] = seed
     return knobs
 
 
-def training_seed(rd: RunDir, seed_index: int) -> int:
-    """The training seed of seed member k of an arm: the canonical config's orchestrator.seed + k.
+def canonical_seed(rd: RunDir) -> int:
+    """The canonical config's training seed (orchestrator.seed), which every iteration trains with.
 
-    Member 0 is the arm as it always ran (with the canonical seed, or the engine's default
-    when the canonical config sets none; k >= 1 then counts from 0, which is the CPU
-    engine's default but not necessarily another engine's).
+    0 when the canonical config sets none: the iterations then run with the engine's default,
+    which is 0 on the CPU engine but not necessarily on another engine.
     """
-    base = dialect_for(rd.read_run()).canonical_knobs(canonical_config(rd)).get("seed")
-    return int(base or 0) + seed_index
+    return int(dialect_for(rd.read_run()).canonical_knobs(canonical_config(rd)).get("seed") or 0)
+
+
+# Phase 4 arms whose training seeds `seed_offset` assigns; "best" is the best iteration.
+SEEDED_ARMS = ("best", "run_a", "run_b", "run_c")
+
+
+def seed_offset(arm: str, k: int = 0) -> int:
+    """Training seed of seed member k of a Phase 4 arm, as an offset from the canonical seed (issue 23).
+
+    Every iteration trains with the canonical seed (offset 0), so the best iteration is that
+    seed's run. Its replicates take the other even offsets (member k: 2k), Runs A and C the odd
+    ones (member k: 2k + 1). So Run A is an independent replicate of the best iteration, not a
+    rerun of it with the same seed (bit-identical on the deterministic CPU engine, and as
+    optimistic as the pick of the best of N iterations); Run C shares Run A's seeds, so Run A
+    vs Run C differs by the training data only; and raising --seeds later adds members without
+    renumbering the finished ones or ever meeting an iteration's seed.
+
+    Run B (one seed) takes offset 1, seed 0 of Runs A and C: it trains from the base model,
+    where the canonical seed would replay iter_0's walk over the real rows, and with the
+    controls' seed none of the three control arms repeats a seed the iterations ran with.
+    """
+    if k < 0:
+        raise ValueError(f"seed index must be >= 0, got {k}")
+    if arm == "best":
+        return 2 * k
+    if arm in ("run_a", "run_c"):
+        return 2 * k + 1
+    if arm == "run_b":
+        if k:
+            raise SelfImproveError("run_b trains from the base model with one seed only")
+        return 1
+    raise ValueError(f"unknown arm {arm!r}: one of {', '.join(SEEDED_ARMS)}")
+
+
+def arm_seed(rd: RunDir, arm: str, k: int = 0) -> int:
+    """The training seed of seed member k of `arm` ("best", "run_a", "run_b", "run_c"):
+    the canonical seed + `seed_offset(arm, k)`."""
+    return canonical_seed(rd) + seed_offset(arm, k)
+
+
+def recorded_seed(rd: RunDir, key: str) -> int | None:
+    """The training seed an arm ran with, read from its rl.toml (iter_0: the canonical config it
+    trained with). None: no such file, or no seed key in it (the engine's default)."""
+    toml = rd.iter(0).dir / "canonical_rl.toml" if key == "iter_0" else rd.arm(key).rl_toml
+    if not toml.is_file():
+        return None
+    dialect = dialect_for(rd.read_run())
+    return prime_rl.get_path(dialect.read_toml(toml), dialect.training_seed_key())
 
 
 def with_seed(config: dict, seed: int, seed_key: str = "orchestrator.seed") -> dict:
@@ -123,25 +170,26 @@ def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
 
 
 def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], resume_step: int, num_examples: int,
-                       wandb_name: str, overrides: dict | None = None, seed_index: int = 0) -> dict:
+                       wandb_name: str, overrides: dict | None = None, seed: int | None = None) -> dict:
     hub = rd.read_hub_env()
     eval_id, eval_args = dialect_for(cfg).env_api.real_env(hub, "eval")
     return _eval_like_iter0(rd, dialect_for(cfg).resume_config(
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
         eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
-        **_knobs(rd, overrides or {}, seed_index),
+        **_knobs(rd, overrides or {}, seed),
     ))
 
 
-def fresh_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], num_examples: int, wandb_name: str) -> dict:
+def fresh_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], num_examples: int, wandb_name: str,
+                     seed: int | None = None) -> dict:
     hub = rd.read_hub_env()
     eval_id, eval_args = dialect_for(cfg).env_api.real_env(hub, "eval")
     return _eval_like_iter0(rd, dialect_for(cfg).fresh_config(
         model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
         eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
-        **_knobs(rd, {}),
+        **_knobs(rd, {}, seed),
     ))
 
 
@@ -168,12 +216,13 @@ def train_resumed_arm(rd: RunDir, cfg: RunConfig, arm: ArmDir, *, train_envs: li
                       restart: bool, resume: bool, quiet: bool, cap_hours: float | None, wandb_name: str,
                       overrides_file: Path | None, rows: int | None,
                       num_examples: int | None = None, record_name: str | None = None,
-                      seed_index: int = 0) -> EvalSummary:
-    """An arm resumed from iter_0's final checkpoint (iter_N, Run A, Run C); stages it before launch."""
+                      seed: int | None = None) -> EvalSummary:
+    """An arm resumed from iter_0's final checkpoint (iter_N, Run A, Run C); stages it before launch.
+    `seed`: the training seed (`arm_seed`); None keeps the canonical one (the iterations)."""
     n_eval = num_examples or expected_eval_examples(cfg, rd.read_hub_env())  # capped like iter_0's
     config = resumed_arm_config(rd, cfg, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
                                 wandb_name=wandb_name, overrides=teacher_overrides(overrides_file, dialect_for(cfg)),
-                                seed_index=seed_index)
+                                seed=seed)
     return train_arm(rd, cfg, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
                      rows=rows, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
                      before_launch=lambda: stage(rd, arm, resume_step))

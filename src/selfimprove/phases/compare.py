@@ -6,7 +6,8 @@ evaluated on the FULL eval split of the real env and each resumable like an
 iteration (same packaging, staging, job runner, sealed aggregation):
 
 - Run A (run_a_best_from_iter0): the best dataset replayed from iter_0's
-  checkpoint. Does the gain reproduce from the same anchor?
+  checkpoint with other training seeds than the best iteration's. Does the
+  gain reproduce from the same anchor, free of the pick of the best iteration?
 - Run B (run_b_combined_from_base): the real train env (copied verbatim from
   the canonical config) mixed with the best dataset, trained from the base
   model. Does mixing beat either alone?
@@ -15,15 +16,20 @@ iteration (same packaging, staging, job runner, sealed aggregation):
   without it, "targeted data helped" is indistinguishable from "more steps helped".
 
 Training seeds (`--seeds N`, run.json `seeds`, default 1): Run A, Run C and the
-best iteration are each trained with N training seeds, seed k being the
-canonical config's orchestrator.seed + k. Member 0 is the arm as it always ran
-(for the best iteration: iter_N itself); members k >= 1 are their own arms,
-"<arm>_seed<k>" in metrics.json and in their own dirs (RunDir.arm). The best
-iteration's replicates retrain iter_N's exact rl.toml (data, package, knobs,
-teacher overrides, eval examples) from iter_0's checkpoint with only the seed
-changed. Run B, trained from the base model, stays at one seed: it answers a
-side question (does mixing help from scratch?) and is not in the verdicts that
-need seeds (best vs iter_0, Run A vs Run C).
+best iteration are each trained with N training seeds, from `arms.arm_seed`
+(offsets from the canonical config's orchestrator.seed, which every iteration
+trains with): best iteration member k = canonical + 2k (member 0 is iter_N
+itself), Run A and Run C member k = canonical + 2k + 1, Run B canonical + 1.
+So Run A never repeats a seed of the best iteration (on the deterministic CPU
+engine it would be iter_N again, bit for bit, and as optimistic as the pick of
+the best of N iterations), and Run A vs Run C differs by the data only.
+Members k >= 1 are their own arms, "<arm>_seed<k>" in metrics.json and in
+their own dirs (RunDir.arm). The best iteration's replicates retrain iter_N's
+exact rl.toml (data, package, knobs, teacher overrides, eval examples) from
+iter_0's checkpoint with only the seed changed. Run B, trained from the base
+model, stays at one seed: it answers a side question (does mixing help from
+scratch?) and is not in the verdicts that need seeds (best vs iter_0, Run A vs
+Run C).
 
 Arms at once (`--parallel N`, default `default_parallel`): the arms are
 independent jobs, so up to N train at the same time, each watched by a thread
@@ -52,13 +58,12 @@ from ..errors import SelfImproveError, UsageError
 from ..gates.report import WeaknessReport, check_weakness_report
 from ..models import IterRecord, Metrics, Phase4Error, RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json, seed_key, split_seed_key
-from ..stack import prime_rl
 from ..stack.env_package import count_rows
 from ..ui import console
 from . import iteration_steps as steps
 from .order import require_phase_order
-from .arms import (canonical_config, fresh_arm_config, retrain_with_seed, train_arm, train_resumed_arm,
-                   training_seed)
+from .arms import (arm_seed, canonical_config, fresh_arm_config, recorded_seed, retrain_with_seed, train_arm,
+                   train_resumed_arm)
 from ..stack.dialects import dialect_for
 
 # pip installs of the arms' packages into one env Python, one at a time (pip has no lock of its own);
@@ -142,7 +147,7 @@ def _print(message: str) -> None:
 
 
 def _retrain_best(rd: RunDir, best_iter: int, k: int, **job: Any) -> None:
-    """Seed member k >= 1 of the best iteration: iter_N's exact config, seed canonical + k."""
+    """Seed member k >= 1 of the best iteration: iter_N's exact config with seed `arm_seed(rd, "best", k)`."""
     src = rd.iter(best_iter)
     name = steps.package_name_for(rd.read_run(), src.name)
     if not steps.package_is_current(src, name):
@@ -152,7 +157,7 @@ def _retrain_best(rd: RunDir, best_iter: int, k: int, **job: Any) -> None:
         steps.ensure_package(rd, src, name, _best_report(src), origin=f"iteration {best_iter}", note=_print)
     key = seed_key(src.name, k)
     record = rd.read_metrics().get(src.name)
-    retrain_with_seed(rd, rd.read_run(), src, rd.arm(key), seed=training_seed(rd, k), record_name=key,
+    retrain_with_seed(rd, rd.read_run(), src, rd.arm(key), seed=arm_seed(rd, "best", k), record_name=key,
                       rows=record.rows if record else None, resume_step=steps.iter0_final_step(rd), **job)
 
 
@@ -171,25 +176,27 @@ def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, seed_index: i
     arm.dir.mkdir(parents=True, exist_ok=True)
     f = steps.iter0_final_step(rd)
     real_envs = dialect_for(cfg).canonical_train_envs(canonical_config(rd))
-    # Runs A and C replay the best iteration's overrides.toml (the teacher's knobs), so Run A repeats
-    # the best iteration exactly and Run A vs Run C differs by the training data only.
+    # Runs A and C replay the best iteration's overrides.toml (the teacher's knobs) and share their seeds
+    # (arm_seed, none of them the best iteration's): Run A repeats the best iteration with other seeds, and
+    # Run A vs Run C differs by the training data only.
     best_overrides = rd.iter(best_iter).dir / "overrides.toml"
     if arm_key == "run_a":
         name, rows = _package_best(rd, arm_key, best_iter)  # one package, in member 0's dir, for every seed
         train_resumed_arm(rd, cfg, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=key,
                           overrides_file=best_overrides, rows=rows, num_examples=n_eval, record_name=key,
-                          seed_index=seed_index, **job)
+                          seed=arm_seed(rd, "run_a", seed_index), **job)
     elif arm_key == "run_b":
         name, rows = _package_best(rd, arm_key, best_iter)
         envs = [*real_envs, {"id": name}]
         if all("ratio" in e for e in real_envs):  # prime-rl: ratio on all blocks or none
             envs[-1]["ratio"] = sum(e["ratio"] for e in real_envs) / len(real_envs)
-        config = fresh_arm_config(rd, cfg, train_envs=envs, num_examples=n_eval, wandb_name=arm_key)
+        config = fresh_arm_config(rd, cfg, train_envs=envs, num_examples=n_eval, wandb_name=arm_key,
+                                  seed=arm_seed(rd, "run_b"))
         train_arm(rd, cfg, arm, config, record_name=arm_key, num_examples=n_eval, rows=rows, **job)
     elif arm_key == "run_c":
         train_resumed_arm(rd, cfg, arm, train_envs=real_envs, resume_step=f, wandb_name=key,
                           overrides_file=best_overrides, rows=None, num_examples=n_eval, record_name=key,
-                          seed_index=seed_index, **job)
+                          seed=arm_seed(rd, "run_c", seed_index), **job)
     else:
         raise SelfImproveError(f"unknown arm {arm_key}")
     return rd.read_metrics().get(key)
@@ -215,10 +222,7 @@ def _stamp_seed(rd: RunDir, key: str) -> None:
     replicate, which arm it repeats. Idempotent, keeps the records' order; repairs a record left
     unstamped by a kill between its eval and this call."""
     base, k = split_seed_key(key)
-    toml = rd.arm(key).rl_toml
-    seed_key = dialect_for(rd.read_run()).training_seed_key()
-    seed = prime_rl.get_path(prime_rl.read_toml(toml), seed_key) if toml.is_file() else None
-    fields = {"seed": seed, "replicate_of": base if k else None}
+    fields = {"seed": recorded_seed(rd, key), "replicate_of": base if k else None}
     with rd.updating():
         metrics = rd.read_metrics()
         rec = metrics.get(key)

@@ -18,10 +18,18 @@ Two kinds of test, because two kinds of noise:
   and a paired bootstrap on reward, for seed 0 of each arm and for Run A vs
   Run C at every seed. It sees eval-sample noise only.
 
-The recommendation: with several seeds, the arm with the highest mean among
-those that beat iter_0 under the seed-aware test at p < 0.05 (none if no arm
-does); with one seed everywhere, the highest eval_acc among the arms scored on
-the most examples, labelled provisional because seed variance is unmeasured.
+The verdict comes first in every summary (phases/verdict.py): did Run A (the
+targeted data, seeds disjoint from the best iteration's) beat Run C (equal
+compute on real data, Run A's seeds) under the test in force, in one of three
+sentences ("targeted data beat / did not beat / was not tested against equal
+compute on real data") with the figures, then the model to use and why.
+
+The recommendation follows the verdict: with several seeds, the arm with the
+highest mean among those that beat iter_0 under the seed-aware test at p < 0.05
+(none if no arm does); with one seed everywhere, the highest eval_acc among the
+arms scored on the most examples, labelled provisional because seed variance is
+unmeasured. When the data did not beat equal compute, Run C is preferred
+whenever it beats iter_0 itself.
 
 A caveat printed with every table: BEST_ITER was chosen as the maximum of many
 iterations on the same eval examples, which inflates its figure (winner's
@@ -47,14 +55,16 @@ from typing import Any
 
 from ..faults import fault_point
 from ..models import EvalSummary, IterRecord, Metrics
-from ..report.table import comparison_lines, seed_test_lines
+from ..report.table import comparison_lines, seed_test_lines, seeds_text
 from ..rundir import RunDir, split_seed_key
-from ..stats import ALPHA, UNMEASURED, compare_arms, compare_over_seeds, one_sample_t_test
+from ..stats import compare_arms, compare_over_seeds, one_sample_t_test
+from .arms import recorded_seed
 from .compare import ARM_LABELS, pick_best, seed_members
 from .evals import RULE_REWARD
 from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT
 from .status import missing_phase4_arms
+from .verdict import data_vs_control, recommend, verdict
 
 NO_EVAL_SPLIT = "train (no eval split)"
 
@@ -107,19 +117,22 @@ def _row(rd: RunDir, arm: str, members: list[IterRecord], best_arm: str | None) 
         lo, hi = spread.ci95 or (spread.mean_a, spread.mean_a)  # all seeds equal: no spread to show
         ci, ci_kind = [max(0.0, lo), min(1.0, hi)], f"95% t interval of the mean over {len(members)} seeds"
     label = ARM_LABELS.get(arm, arm + (" (real)" if arm == "iter_0" else ""))
+    # metrics.json stamps the seeds of the best iteration and the Phase 4 arms; the other iterations'
+    # (the canonical seed) are read from their configs.
+    seeds = [m.seed if m.seed is not None else recorded_seed(rd, m.arm) for m in members]
     if arm == "run_b":
         data = f"real+{first.rows}" if first.rows else "real"
     else:
         data = str(first.rows) if first.rows else "real"
     return {
         "arm": arm, "label": label, "rows": data, "eval_acc": spread.mean_a, "eval_acc_sd": spread.sd_a,
-        "n_seeds": len(members), "seeds": [m.seed for m in members], "acc_ci95": ci, "ci_kind": ci_kind,
+        "n_seeds": len(members), "seeds": seeds, "acc_ci95": ci, "ci_kind": ci_kind,
         "n_eval": first.n_eval, "eval_reward_mean": sum(m.eval_reward_mean for m in members) / len(members),
         "checkpoint": _usable(first.checkpoint, rd), "checkpoint_rel": _relative(first.checkpoint, rd),
         "final_step": first.final_step, "best": arm == best_arm, "eval_split": first.eval_split,
-        "members": [{"arm": m.arm, "seed": m.seed, "eval_acc": m.eval_acc, "acc_ci95": list(m.acc_ci95),
+        "members": [{"arm": m.arm, "seed": seed, "eval_acc": m.eval_acc, "acc_ci95": list(m.acc_ci95),
                      "n_eval": m.n_eval, "checkpoint": _usable(m.checkpoint, rd), "checkpoint_rel": _relative(m.checkpoint, rd)}
-                    for m in members],
+                    for m, seed in zip(members, seeds)],
     }
 
 
@@ -152,36 +165,6 @@ def _seed_tests(rd: RunDir, best_arm: str | None, groups: dict[str, list[IterRec
     return out
 
 
-def _recommend(rows: list[dict], seed_tests: list[dict]) -> dict[str, Any] | None:
-    """Which model to use, and how sure: "significant", "none" (seeds measured, nothing beats iter_0)
-    or "provisional" (one seed everywhere: the top eval_acc, iter_0 itself when no arm scores above it)."""
-    if not rows:
-        return None
-    by_arm = {r["arm"]: r for r in rows}
-    if not any(r["n_seeds"] >= 2 for r in rows):
-        widest = max(r["n_eval"] for r in rows)  # like with like: the arms scored on the most examples
-        top = max((r for r in rows if r["n_eval"] == widest), key=lambda r: (r["eval_acc"], r["eval_reward_mean"]))
-        base = by_arm.get("iter_0")
-        if base is not None and base["n_eval"] == widest and top["eval_acc"] <= base["eval_acc"]:
-            top = base  # nothing scores above iter_0 (e.g. all 0.000): a reward-mean tie-break is no reason to switch
-        return {"arm": top["arm"], "status": "provisional", "checkpoint": top["checkpoint"], "test": None,
-                "text": f"{top['label']}: eval_acc {top['eval_acc']:.3f} on n={top['n_eval']} {top['eval_split']} "
-                        f"examples, one training seed: provisional, {UNMEASURED}"}
-    wins = [t for t in seed_tests if t["b"] == "iter_0" and t["verdict"] == "improved"]
-    if not wins:
-        return {"arm": None, "status": "none", "checkpoint": None, "test": None,
-                "text": f"no model recommended over iter_0: no arm beats it under the seed-aware t-test at "
-                        f"p < {ALPHA} (see the seed-aware tests above); iter_0 stays the reference"}
-    t = max(wins, key=lambda t: t["mean_a"])
-    row = by_arm[t["a"]]
-    top = max(row["members"], key=lambda m: m["eval_acc"])  # the checkpoint to load: its best seed
-    return {"arm": t["a"], "status": "significant", "checkpoint": top["checkpoint"], "test": t,
-            "text": f"{row['label']}: {t['mean_a']:.3f} ± {t['sd_a']:.3f} over {t['n_a']} seeds vs iter_0 "
-                    f"{t['mean_b']:.3f} on {t['n_examples']} shared {row['eval_split']} examples; one-sample "
-                    f"t-test t={t['t']:.2f}, df={t['df']:.0f}, p={t['p']:.3g} < {ALPHA}; checkpoint: its best "
-                    f"seed ({top['arm']}, {top['eval_acc']:.3f})"}
-
-
 def build_table(rd: RunDir) -> dict[str, Any]:
     metrics = rd.read_metrics()
     best = pick_best(metrics.iters)
@@ -189,8 +172,12 @@ def build_table(rd: RunDir) -> dict[str, Any]:
     ordered = _groups(metrics)
     groups = dict(ordered)
     rows = [_row(rd, arm, members, best_arm) for arm, members in ordered]
+    by_arm = {r["arm"]: r for r in rows}
     seed_tests = _seed_tests(rd, best_arm, groups)
-    recommendation = _recommend(rows, seed_tests)
+    comparisons = _paired_tests(rd, best_arm, groups)
+    run_c_failed = any(split_seed_key(e.arm)[0] == "run_c" for e in rd.read_run().phase4_errors)
+    data_test = data_vs_control(by_arm, seed_tests, comparisons, run_c_failed=run_c_failed)
+    recommendation = recommend(rows, seed_tests, data_test["data_beats_control"] if data_test else None)
     n_iters = len([r for r in metrics.iters if r.iter and r.iter >= 1])
     caveat = SELECTION_CAVEAT.format(k=n_iters, n=best.n_eval if best else 0) if best else None
     if caveat and n_iters > 1 and len(groups.get(best_arm, [])) > 1:
@@ -207,9 +194,10 @@ def build_table(rd: RunDir) -> dict[str, Any]:
         recommendation = {"arm": None, "status": "none", "checkpoint": None, "test": None,
                           "text": f"no model recommended: {no_signal}"}
     measured = any(r["n_seeds"] >= 2 for r in rows)
-    return {"rows": rows, "best": best_arm, "recommended": recommendation["arm"] if recommendation else None,
+    return {"verdict": verdict(data_test, recommendation, by_arm, no_signal=bool(no_signal)),
+            "rows": rows, "best": best_arm, "recommended": recommendation["arm"] if recommendation else None,
             "recommendation": recommendation, "seeds_measured": measured, "seed_tests": seed_tests,
-            "comparisons": _paired_tests(rd, best_arm, groups), "caveat": caveat,
+            "comparisons": comparisons, "caveat": caveat,
             "seed_caveat": None if measured else UNMEASURED_CAVEAT, "no_signal": no_signal,
             "accuracy_rule": _accuracy_rule(rd)}
 
@@ -239,12 +227,14 @@ def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
     lines = [f"## Final summary — {ts}", ""]
     if table.get("no_signal"):
         lines += [f"**NOT A RESULT: {table['no_signal']}**", ""]
-    lines += ["| arm | rows | eval_acc (mean ± sd over seeds) | seeds | 95% CI | n eval examples (split) | checkpoint (in the run dir) |",
+    if v := table.get("verdict"):  # the answer first: did the targeted data beat equal compute?
+        lines += [f"**{v['sentence']}**: {v['figures']}.", f"{v['use_line']}.", ""]
+    lines += ["| arm | rows | eval_acc (mean ± sd over seeds) | training seeds | 95% CI | n eval examples (split) | checkpoint (in the run dir) |",
               "|---|---|---|---|---|---|---|"]
     for r in table["rows"]:
         mark = " **<- best**" if r["best"] else ""
         sd = f" ± {r['eval_acc_sd']:.3f}" if r["eval_acc_sd"] is not None else ""
-        lines.append(f"| {r['label']}{mark} | {r['rows']} | {r['eval_acc']:.3f}{sd} | {r['n_seeds']} | "
+        lines.append(f"| {r['label']}{mark} | {r['rows']} | {r['eval_acc']:.3f}{sd} | {seeds_text(r['seeds'])} | "
                      f"[{r['acc_ci95'][0]:.3f}, {r['acc_ci95'][1]:.3f}] | {r['n_eval']} ({r['eval_split']}) | "
                      f"`{r['checkpoint_rel']}` |")
     lines += ["", "Seed-aware tests (Welch t-test between arms, one-sample t-test against iter_0, two-sided, on "

@@ -8,9 +8,11 @@ stopped, and editing the generator re-runs exactly what depends on it.
 
     1 gate       pre-iteration budget gate (the ONLY way Phase 3 ends; the budget
                  clock starts at the first iterate, run.json phase3_start_ts)
-    2 analyze    failures.jsonl + analysis.json + skeletons + scratchpad entry -> stop for the teacher
+    2 analyze    weakness_stats.json + failures.jsonl + analysis.json + skeletons + scratchpad entry
+                 -> stop for the teacher
     3 report     weakness_report.md front matter gate, teacher's scratchpad sections -> report_gate.json
-    4 generate   run gen_dataset.py in a subprocess              -> dataset.jsonl + generate.json
+    4 generate   run gen_dataset.py in a subprocess, then drop the rows that overlap the evaluated
+                 questions (a count is reported, never which)     -> dataset.jsonl + generate.json
     5 gate       every dataset rule, round trip, dedup, eval overlap, provenance vs failures.jsonl,
                  diversity axes                                  -> gate_report.json
     6 package    env package mirroring the real env, installed   -> package.json
@@ -35,7 +37,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_json
 from ..stack.env_python import env_python_of
 from ..ui import console
 from . import iteration_steps as steps
-from .analyze import analyze_failures
+from .analyze import analyze_failures, write_weakness_stats
 from .evals import abort_run_on_unparseable_eval, record_summary
 from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT
@@ -151,15 +153,19 @@ def run_one_iteration(
         prev = rd.iter(n - 1)
         prev_summary = rd.read_eval_summary(prev)
         it.dir.mkdir(parents=True, exist_ok=True)
-        analysis = analyze_failures(prev, it.dir, prev_eval_acc=prev_summary.eval_acc, prev_final_step=prev_summary.final_step or 0)
-        steps.append_iteration_entry(rd, n, analysis)
+        final_steps = {0: steps.iter0_final_step(rd), n - 1: prev_summary.final_step or 0}
+        weakness = write_weakness_stats(rd, n, final_steps=final_steps)
+        analysis = analyze_failures(prev, it.dir, prev_eval_acc=prev_summary.eval_acc, prev_final_step=prev_summary.final_step or 0,
+                                    weakness=weakness["previous"] or weakness["real"])
+        steps.append_iteration_entry(rd, n, analysis, weakness["real"])
         steps.write_skeletons(rd, n, analysis)
     if steps.teacher_files_untouched(it):
         compact = (f" iter_{n - 1} just finished (results in scratchpad.md): run /compact before reading the new "
                    "failures (if it fails: selfimprove note --compact-failed \"...\")." if n > 1 else "")
         raise TeacherActionNeeded(
             f"teacher: fill {it.dir}/weakness_report.md and {it.dir}/gen_dataset.py "
-            f"(inputs: failures.jsonl, analysis.json, hub_env.json), then re-run `selfimprove iterate --run-dir {rd.root}`."
+            f"(inputs: `selfimprove weaknesses --run-dir {rd.root}` (weakness_stats.json), failures.jsonl, analysis.json, "
+            f"hub_env.json), then re-run `selfimprove iterate --run-dir {rd.root}`."
             + compact
         )
 
@@ -170,7 +176,7 @@ def run_one_iteration(
     # 4. generate
     if not steps.generated_is_current(it):
         note(n, "generate")
-        steps.generate(it, timeout=gen_timeout, python=env_python_of(rd.read_run()))
+        steps.generate(rd, it, timeout=gen_timeout, python=env_python_of(rd.read_run()), quiet=quiet)
 
     # 5. dataset gate
     if not steps.dataset_gate_is_current(it):

@@ -23,6 +23,7 @@ from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..faults import fault_point
 from ..gates.common import GateFailure, GateReport, merge_reports
 from ..gates.dataset import check_dataset, load_dataset_jsonl
+from ..gates.decontam import drop_eval_overlap
 from ..gates.dedup import check_eval_overlap, check_near_duplicates
 from ..gates.diversity import check_diversity
 from ..gates.provenance import check_failure_provenance
@@ -35,8 +36,10 @@ from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
 from ..stack.dialects import dialect_for
 from ..stack.env_python import env_python_of
+from ..ui import console
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
                                  package_name, provenance_mismatch)
+from .analyze import weakness_line
 from .arms import stage, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
 
@@ -79,7 +82,7 @@ def render_generator_skeleton(hub, n: int, env_api) -> str:
     )
 
 
-def append_iteration_entry(rd: RunDir, n: int, analysis: dict) -> None:
+def append_iteration_entry(rd: RunDir, n: int, analysis: dict, real_weakness: dict | None = None) -> None:
     """The pre-iteration scratchpad entry (3a.5): five sections, results filled at record."""
     if f"## Iteration {n} " in rd.read_scratchpad():
         return  # already appended before a crash
@@ -89,6 +92,7 @@ def append_iteration_entry(rd: RunDir, n: int, analysis: dict) -> None:
         f"""## Iteration {n} — {ts}
 
 Inputs: {analysis['n_failures_written']} failed TRAIN rollouts of {analysis['source_arm']} (steps {analysis['source_steps']}); eval_acc of {analysis['source_arm']} = {analysis['eval_acc_prev']:.3f}; train reward by length quartile: {q or 'n/a'}; share truncated {analysis.get('share_truncated')}.
+{weakness_line(real_weakness)}
 
 ### 1. {TEACHER_SECTIONS[1][0]}
 {TEACHER_SECTIONS[1][1]}
@@ -205,9 +209,10 @@ def _kill_group(proc: subprocess.Popen) -> None:
     proc.wait()
 
 
-def generate(it: ArmDir, *, timeout: float, python: str | None = None) -> dict:
+def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = None, quiet: bool = True) -> dict:
     """Run the teacher's generator in a subprocess of `python` (the run's env interpreter; default
-    this one), cwd = iter dir, log gen.log. Rows are never edited."""
+    this one), cwd = iter dir, log gen.log; then drop the rows that overlap the evaluated questions
+    (gates/decontam.py: generate.json records how many, never which). No row is ever edited."""
     ds = it.dir / "dataset.jsonl"
     ds.unlink(missing_ok=True)  # a failing generator must not leave an older dataset behind
     (it.dir / "generate.json").unlink(missing_ok=True)
@@ -223,10 +228,17 @@ def generate(it: ArmDir, *, timeout: float, python: str | None = None) -> dict:
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited {returncode}; fix the generator (log {log}):\n{tail}")
     if not ds.is_file():
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited 0 but wrote no dataset.jsonl; it must write {ds}")
+    generated = count_rows(ds)
+    # Before generate.json: a kill after the rewrite re-runs the generator, which rewrites dataset.jsonl.
+    dropped = drop_eval_overlap(ds, eval_index(rd))
     fault_point("generate")
     rec = {"gen_sha256": file_sha256(it.dir / "gen_dataset.py"), "dataset_sha256": file_sha256(ds),
-           "rows": count_rows(ds), "seconds": round(time.perf_counter() - started, 2)}
+           "rows_generated": generated, "rows_dropped_eval_overlap": dropped, "rows": count_rows(ds),
+           "seconds": round(time.perf_counter() - started, 2)}
     atomic_write_json(it.dir / "generate.json", rec)
+    if dropped and not quiet:
+        console.print(f"{it.name}: dropped {dropped} of {generated} generated rows that overlap the evaluated "
+                      f"questions ({rec['rows']} kept)", highlight=False, soft_wrap=True)
     return rec
 
 
@@ -257,7 +269,8 @@ def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> Gate
     hub = rd.read_hub_env()
     python = env_python_of(rd.read_run())  # the env's parser and the teacher's rewards run where the engine runs them
     rows, load_failures = load_dataset_jsonl(it.dir / "dataset.jsonl")
-    reports = [check_dataset(rows, report)]
+    dropped = (_read_json(it.dir / "generate.json") or {}).get("rows_dropped_eval_overlap", 0)
+    reports = [check_dataset(rows, report, dropped_eval_overlap=dropped)]
     if load_failures:
         reports.append(GateReport.build("load", load_failures))
     env_api = dialect_for(rd.read_run()).env_api

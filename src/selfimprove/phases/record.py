@@ -9,7 +9,7 @@ Only numeric eval fields are used (eval_summary.per_example).
 
 from __future__ import annotations
 
-from ..rundir import RunDir, atomic_write_text
+from ..rundir import RunDir, atomic_write_text, read_json_object
 from ..scratchpad import WORKED_PLACEHOLDER
 from ..stats import compare_arms, seed_verdict
 from .evals import train_trajectory
@@ -34,6 +34,7 @@ def record_iteration(rd: RunDir, n: int) -> dict:
     verdict = seed_verdict(delta_prev, base.eval_acc, cur.eval_acc)
     vs_base = compare_arms(cur, base)
     lo, hi = cur.acc_ci95
+    gen = read_json_object(rd.iter(n).dir / "generate.json") or {}
     p = vs_base.get("mcnemar_p")
     noise = (
         f"vs iter_0 on {vs_base['n_paired']} shared eval examples: delta {vs_base['delta']:+.3f}, "
@@ -48,6 +49,7 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**\n"
         f"- noise check: {noise}\n"
         f"- checkpoint: `{cur.checkpoint}`\n"
+        f"{_rows_line(gen)}"
         f"- what worked / what didn't / carry over: {WORKED_PLACEHOLDER}"
     )
     marker = RESULTS_MARKER.format(n=n)
@@ -66,4 +68,15 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         "delta_vs_prev": delta_prev,
         "verdict": verdict,
         "vs_iter0": vs_base,
+        "rows": gen.get("rows"),
+        "rows_dropped_eval_overlap": gen.get("rows_dropped_eval_overlap"),
     }
+
+
+def _rows_line(gen: dict) -> str:
+    """The rows trained on, and how many the tool dropped for overlapping the evaluated questions (a count:
+    which ones is never shown, gates/decontam.py)."""
+    if gen.get("rows") is None:
+        return ""
+    dropped = gen.get("rows_dropped_eval_overlap") or 0
+    return f"- rows: {gen['rows']}" + (f" ({dropped} dropped by the tool: they overlap the evaluated questions)" if dropped else "") + "\n"

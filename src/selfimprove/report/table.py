@@ -8,6 +8,22 @@ from rich.table import Table
 from rich.text import Text
 
 
+def seeds_text(seeds: list[int | None]) -> str:
+    """An arm's training seeds for a table cell: "0", "1,3,5", "1,3,...,19" beyond four seeds; "-" for a
+    seed not recorded (an older run dir, or a config without one: the engine's default)."""
+    shown = ["-" if s is None else str(s) for s in seeds]
+    return ",".join(shown if len(shown) <= 4 else [shown[0], shown[1], "...", shown[-1]])
+
+
+def verdict_lines(table: dict) -> list[str]:
+    """The summary's opening lines: did the targeted data beat equal compute (the sentence, then the
+    figures), and which model to use and why. Empty when the run has no Run A (no Phase 4)."""
+    v = table.get("verdict")
+    if not v:
+        return []
+    return [f"{v['sentence']}: {v['figures']}", v["use_line"]]
+
+
 def _side(mean: float, sd: float | None, n: int, fixed: bool) -> str:
     if fixed:
         return f"{mean:.3f} (fixed checkpoint)"
@@ -75,8 +91,9 @@ def _measured_on(rows: list[dict]) -> str:
 
 
 def summary_renderable(table: dict) -> Group:
-    """One row per arm (rows, eval_acc mean ± sd over seeds, seeds, 95% CI, n, checkpoint), best
-    marked; then the seed-aware tests, the paired tests per checkpoint, caveats, the recommendation."""
+    """The verdict first (did the targeted data beat equal compute; which model to use), then one row
+    per arm (rows, eval_acc mean ± sd over seeds, training seeds, 95% CI, n, checkpoint), best marked;
+    then the seed-aware tests, the paired tests per checkpoint, caveats."""
     rows = table["rows"]
     title = "eval accuracy on the real environment" + (f" ({_measured_on(rows)})" if rows else "")
     t = Table(title=title, title_justify="left")
@@ -92,16 +109,20 @@ def summary_renderable(table: dict) -> Group:
         ckpt = str(r.get("checkpoint_rel") or r["checkpoint"] or "")
         if r.get("n_seeds", 1) > 1:
             ckpt += f" (seed 0 of {r['n_seeds']})"
-        t.add_row(label, r["rows"], f"{r['eval_acc']:.3f}", sd, str(r.get("n_seeds", 1)), f"[{lo:.3f}, {hi:.3f}]",
-                  str(r["n_eval"]), ckpt, style=style)
+        seeds = seeds_text(r.get("seeds") or [None])
+        t.add_row(label, r["rows"], f"{r['eval_acc']:.3f}", sd, seeds, f"[{lo:.3f}, {hi:.3f}]", str(r["n_eval"]), ckpt,
+                  style=style)
     parts: list = [t]
+    if verdict := verdict_lines(table):  # the answer before the figures it rests on
+        parts.insert(0, Text("\n".join(verdict), style="bold"))
     if table.get("no_signal"):  # never let a run without a learning signal read like a result
         parts.insert(0, Text(f"NOT A RESULT: {table['no_signal']}", style="bold red"))
     if table.get("accuracy_rule"):
         parts.append(Text("note: " + table["accuracy_rule"], style="dim"))
     if rows:
         parts.append(Text("95% CI: Wilson over eval examples for a one-seed arm; t interval of the mean over seeds "
-                          "for an arm with several seeds.", style="dim"))
+                          "for an arm with several seeds. seeds: each arm's training seeds; run_a and run_c share "
+                          "theirs, none of them an iteration's.", style="dim"))
     if table.get("seed_tests"):
         lines = ["seed-aware tests (per-seed eval accuracy on the examples all runs share; two-sided Welch t-test "
                  "between arms, one-sample t-test against iter_0; verdicts at p < 0.05):"]

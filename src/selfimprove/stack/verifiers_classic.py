@@ -372,9 +372,10 @@ def generator_skeleton(hub) -> dict[str, str]:
 
 
 def parser_round_trip_loop(parser: str) -> str:
-    """The skeleton's round-trip assert through the parser object named by `parser` (both env APIs use it)."""
+    """The skeleton's round-trip assert through the parser object named by `parser` (both env APIs use it).
+    It passes the reasoning as one assistant message, exactly as the dataset gate does."""
     return ("    for row in rows:\n"
-            f"        got = {parser}.parse_answer(row[\"info\"][\"reasoning\"])\n"
+            f"        got = {parser}.parse_answer([{{\"role\": \"assistant\", \"content\": row[\"info\"][\"reasoning\"]}}])\n"
             "        assert got is not None and got.strip() == row[\"answer\"].strip(), (row[\"info\"][\"sub_domain\"], got)")
 
 

@@ -1,0 +1,142 @@
+"""`selfimprove weaknesses`: which kinds of train prompt the student solves rarely, over the whole run."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Annotated, Callable, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from ..errors import PhaseOrderError, TeacherError, UsageError
+from ..phases.analyze import arm_weakness
+from ..phases.iterate import current_iteration
+from ..phases.order import baseline_done
+from ..rundir import RunDir, read_json_object
+from ..ui import out
+from ..weakness import CLASS_MEANING, CLASSES, default_group
+from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
+
+
+def load_group_fn(spec: str) -> Callable[[str], str]:
+    """'path/to/file.py:FUNC' -> FUNC, a function of the prompt text returning its group label."""
+    target, _, attr = spec.rpartition(":")
+    path = Path(target).expanduser().resolve()
+    if not target.endswith(".py") or not attr:
+        raise UsageError(f"--group-by '{spec}': expected path/to/file.py:FUNCTION (a function of the prompt text)")
+    if not path.is_file():
+        raise UsageError(f"--group-by '{spec}': file {path} not found")
+    module_spec = importlib.util.spec_from_file_location(f"selfimprove_grouping_{path.stem}", path)
+    module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
+    try:
+        module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+    except (Exception, SystemExit) as e:  # noqa: BLE001  (user code)
+        raise TeacherError(f"--group-by '{spec}': {path} failed to load: {type(e).__name__}: {e}; fix the file") from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        raise UsageError(f"--group-by '{spec}': {path} has no function '{attr}'")
+
+    def group_of(question: str) -> str:
+        try:
+            return str(fn(question))
+        except Exception as e:  # noqa: BLE001  (user code)
+            raise TeacherError(f"--group-by '{spec}': {attr}() raised {type(e).__name__}: {e} on the prompt "
+                               f"{question[:80]!r}; fix the function") from None
+
+    return group_of
+
+
+def load_stats(rd: RunDir, iteration: int | None, source: str, group_by: str | None) -> dict:
+    """The statistics to show: iter_N/weakness_stats.json when it exists and no grouping is asked for,
+    else computed now from the rollouts (read-only: nothing is written)."""
+    if not baseline_done(rd):
+        raise PhaseOrderError(f"{rd.iter(0).eval_summary}: missing; weakness statistics need iter_0's train rollouts: "
+                              f"run `selfimprove baseline --run-dir {rd.root}` first")
+    n = iteration if iteration is not None else current_iteration(rd)
+    if n < 1:
+        raise UsageError(f"--iter {n}: iterations count from 1 (the statistics of iter_N read iter_0 and iter_N-1)")
+    if source == "previous" and n < 2:
+        raise UsageError(f"--source previous: iter_{n} has no previous generated rows (iter_0 is the real env); "
+                         "use --source real")
+    saved = read_json_object(rd.iter(n).dir / "weakness_stats.json")
+    if group_by is None and saved and saved.get(source):
+        return {**saved[source], "iteration": n}
+    arm = rd.iter(0 if source == "real" else n - 1)
+    summary = rd.read_eval_summary(arm) if arm.eval_summary.is_file() else None
+    if summary is None:
+        raise PhaseOrderError(f"{arm.eval_summary}: missing; iter_{n - 1} has not finished")
+    label = "the real env's train split" if source == "real" else f"{arm.name}'s generated rows"
+    stats = arm_weakness(arm, summary.final_step, group_of=load_group_fn(group_by) if group_by else default_group,
+                         grouping=group_by or "default", label=label)
+    return {**stats, "iteration": n}
+
+
+def _rate(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
+
+
+def render(stats: dict, top: int, prompts: bool) -> None:
+    src, w, g = stats["source"], stats["window"], stats["grouping"]
+    out.print(f"[bold]weaknesses for iter_{stats['iteration']}[/bold]: {escape(src.get('arm', '?'))} on "
+              f"{escape(src.get('rows', '?'))}, TRAIN rollouts of steps {w['steps'][0] if w['steps'] else '-'}-"
+              f"{w['steps'][-1] if w['steps'] else '-'} (n={w['rollouts']}; early/late split at step "
+              f"{w['late_from_step']}); solved = {stats['solved_rule']}", soft_wrap=True)
+    out.print(f"grouping {escape(g['name'])}: {g['groups']} groups of {g['prompts']} prompts", soft_wrap=True)
+    if g["singleton_share"] is not None and g["singleton_share"] > 0.8:
+        out.print(f"[yellow]{g['singleton_share']:.0%} of the groups hold one prompt[/yellow]: these prompts share no "
+                  "template; read --prompts, or pass --group-by FILE.py:FUNC with your own grouping", soft_wrap=True)
+    rows = stats["prompts"] if prompts else stats["groups"]
+    t = Table(title="prompts (lowest solve rate first)" if prompts else "prompt groups by class", expand=False)
+    for col in ("class", "prompt" if prompts else "group", *(() if prompts else ("prompts",)), "rollouts",
+                "solve rate [95% CI]", "early", "late", "trunc"):
+        t.add_column(col, overflow="fold")
+    for cls in CLASSES:
+        chosen = [r for r in rows if r["class"] == cls][:top]
+        for r in chosen:
+            lo, hi = r["solve_rate_ci95"]
+            t.add_row(cls, escape(r["question"] if prompts else r["group"]), *(() if prompts else (str(r["prompts"]),)),
+                      str(r["rollouts"]), f"{r['solve_rate']:.3f} [{lo:.3f}, {hi:.3f}]", _rate(r["early_rate"]),
+                      _rate(r["late_rate"]), f"{r['truncated_share']:.2f}")
+        hidden = sum(1 for r in rows if r["class"] == cls) - len(chosen)
+        if hidden > 0:
+            t.add_row(cls, f"... {hidden} more (--top)", *([""] * (5 if prompts else 6)))
+    out.print(t)
+    for cls in CLASSES:
+        c = stats["by_class"][cls]
+        out.print(f"{cls}: {c['groups']} groups, {c['rollouts']} rollouts: {CLASS_MEANING[cls]}", soft_wrap=True)
+
+
+@cli_errors
+def command(
+    run_dir: RunDirOpt,
+    iteration: Annotated[Optional[int], typer.Option("--iter", help="Iteration N whose inputs to show (default: the current one).")] = None,
+    source: Annotated[str, typer.Option(help="real: iter_0 on the real env (what to target); previous: iter_N-1 on the teacher's last rows.")] = "real",
+    group_by: Annotated[Optional[str], typer.Option("--group-by", help="Your own grouping: path/to/file.py:FUNCTION, a function of the prompt text returning a label.")] = None,
+    top: Annotated[int, typer.Option(help="Rows shown per class.")] = 10,
+    prompts: Annotated[bool, typer.Option("--prompts", help="One row per prompt instead of per group.")] = False,
+    json_: JsonOpt = False,
+) -> None:
+    """Show how often the student solves each kind of train prompt over the whole run, by class.
+
+    never (no solved rollout), rare (< 5%), learning (5-50%), solved (>= 50%), on the later half
+    of the run. Computed by `iterate` into iter_N/weakness_stats.json before each teacher stop;
+    read-only and lock-free. TRAIN rollouts only: eval rows are sealed.
+
+    Example usage:
+
+        selfimprove weaknesses --run-dir $RUN_DIR
+        selfimprove weaknesses --run-dir $RUN_DIR --group-by my_groups.py:group --json
+    """
+    if source not in ("real", "previous"):
+        raise UsageError(f"--source {source}: expected real or previous")
+    if top < 1:
+        raise UsageError(f"--top {top}: must be >= 1")
+    stats = load_stats(RunDir(run_dir).require(), iteration, source, group_by)
+    if json_:
+        print_json(stats)
+        return
+    render(stats, top, prompts)
+    sys.stdout.flush()
