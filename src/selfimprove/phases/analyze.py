@@ -72,36 +72,40 @@ def prompt_text(prompt: Any) -> str:
     return json.dumps(prompt)
 
 
-def read_train_rollouts(path: Path, step: int) -> list[dict]:
-    """Train rows of one step, with their (step, idx) origin; torn lines are skipped."""
-    rows = []
-    with open(path, encoding="utf-8") as f:
+def _train_records(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line index, rollout) of one train rollouts file: a seed record, or each trace of a v1 Episode
+    record; undecodable lines are skipped, and a torn last line (a file still being written) ends it."""
+    with open(path, encoding="utf-8", errors="replace") as f:
         for idx, line in enumerate(f):
             if not line.endswith("\n"):
-                break  # torn last line of a file still being written
+                break
             try:
-                r = json.loads(line)
+                row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if not isinstance(r, dict):
-                continue
-            for rollout in train_rows(r):  # a seed record, or each trace of a v1 Episode record
-                text = completion_text(rollout.get("completion"))
-                rows.append(
-                    {
-                        "step": step,
-                        "idx": idx,
-                        "example_id": rollout.get("example_id"),
-                        "reward": float(rollout.get("reward") or 0.0),
-                        "question": prompt_text(rollout.get("prompt")),
-                        "completion": text,
-                        "answer": rollout.get("answer"),
-                        "is_truncated": bool(rollout.get("is_truncated", False)),
-                        "completion_chars": len(text),
-                        "completion_tokens": completion_tokens(rollout.get("token_usage")),
-                        "metrics": rollout.get("metrics") or {},
-                    }
-                )
+            if isinstance(row, dict):
+                for rollout in train_rows(row):
+                    yield idx, rollout
+
+
+def read_train_rollouts(path: Path, step: int) -> list[dict]:
+    """Train rows of one step, with their (step, idx) origin."""
+    rows = []
+    for idx, rollout in _train_records(path):
+        text = completion_text(rollout.get("completion"))
+        rows.append({
+            "step": step,
+            "idx": idx,
+            "example_id": rollout.get("example_id"),
+            "reward": float(rollout.get("reward") or 0.0),
+            "question": prompt_text(rollout.get("prompt")),
+            "completion": text,
+            "answer": rollout.get("answer"),
+            "is_truncated": bool(rollout.get("is_truncated", False)),
+            "completion_chars": len(text),
+            "completion_tokens": completion_tokens(rollout.get("token_usage")),
+            "metrics": rollout.get("metrics") or {},
+        })
     return rows
 
 
@@ -109,7 +113,7 @@ def _solved(rollout: dict) -> bool:
     """The eval's rule on a train rollout: its is_correct metric where the env writes one, else reward >= 0.5."""
     metrics = rollout.get("metrics")
     flag = metrics.get("is_correct") if isinstance(metrics, dict) else None
-    if isinstance(flag, (int, float)) and not isinstance(flag, bool) or isinstance(flag, bool):
+    if isinstance(flag, (int, float)):  # bools included
         return float(flag) >= 0.5
     reward = rollout.get("reward")
     return isinstance(reward, (int, float)) and not isinstance(reward, bool) and reward >= 0.5
@@ -119,20 +123,9 @@ def stat_rollouts(arm: ArmDir, up_to: int | None = None) -> Iterator[Rollout]:
     """Every TRAIN rollout of `arm` (all steps up to `up_to`) as a Rollout; completions are dropped as
     each line is read, so a long run's text never sits in memory."""
     for step in train_steps(arm, up_to=up_to):
-        with open(arm.train_file(step), encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if not line.endswith("\n"):
-                    break  # torn last line of a file still being written
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                if not isinstance(row, dict):
-                    continue
-                for rollout in train_rows(row):
-                    yield Rollout(step=step, question=prompt_text(rollout.get("prompt")), solved=_solved(rollout),
-                                  truncated=bool(rollout.get("is_truncated", False)),
-                                  example_id=rollout.get("example_id"))
+        for _idx, rollout in _train_records(arm.train_file(step)):
+            yield Rollout(step=step, question=prompt_text(rollout.get("prompt")), solved=_solved(rollout),
+                          truncated=bool(rollout.get("is_truncated", False)), example_id=rollout.get("example_id"))
 
 
 def arm_weakness(arm: ArmDir, up_to: int | None = None, *, group_of: Callable[[str], str] = default_group,
