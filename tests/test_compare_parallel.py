@@ -46,7 +46,10 @@ def test_two_arms_train_at_once_and_record_what_one_at_a_time_records(run: RunDi
     par = compare(run, quiet=True, parallel=2)
     assert par["errors"] == {} and par["parallel"] == 2 and list(par["arms"]) == keys
     s = spans(run, keys)
-    assert overlaps(s["run_a"], s["run_b"]), s  # started together
+    # Two arms train at once at some point (which two depends on how long packaging the next arm takes: a pip
+    # install, slower on a loaded host than run_a's 10 s job), never three.
+    pairs = [("run_a", "run_b"), ("run_a", "run_c"), ("run_b", "run_c")]
+    assert any(overlaps(s[x], s[y]) for x, y in pairs), s
     assert not overlaps(s["run_a"], s["run_c"]) or not overlaps(s["run_b"], s["run_c"]), s  # never 3 at once
 
     monkeypatch.setenv("FAKE_RL_STEP_S", "0.25")
