@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from selfimprove.errors import GateFailed, TeacherActionNeeded, TeacherError
+from selfimprove.engines import generator as generator_mod
 from selfimprove.phases import iteration_steps
 from selfimprove.rundir import ArmDir, RunDir
 
@@ -281,7 +282,7 @@ def test_timed_out_generator_and_its_children_are_killed_and_gen_log_capped(tmp_
         "sys.stdout.write('x' * 3_000_000); sys.stdout.flush()\n"
         "time.sleep(60)\n"
     )
-    monkeypatch.setattr(iteration_steps, "GEN_LOG_CAP_BYTES", 100_000)
+    monkeypatch.setattr(generator_mod, "GEN_LOG_CAP_BYTES", 100_000)
     started = time.monotonic()
     with pytest.raises(TeacherActionNeeded, match="still running after 2 s"):
         iteration_steps.generate(RunDir(tmp_path), it, timeout=2)

@@ -1,4 +1,4 @@
-"""Process signals for the job runner: is a detached job still alive?
+"""Process signals for the job runner: is a detached job still alive? And children that must not outlive us.
 
 A job is identified by (pid, pgid, start time). `pid` alone is not enough: after
 the job dies the kernel may hand the same number to an unrelated process, and a
@@ -104,3 +104,44 @@ def terminate_group(pgid: int, pid: int, grace_s: float = 10.0) -> None:
             if not alive(pid, pgid, None):
                 return
             time.sleep(0.1)
+
+
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+
+
+def die_with_parent():
+    """A `preexec_fn` for a child that must not outlive this process (a teacher's generator, unlike the
+    detached training job): on Linux the kernel SIGKILLs it when we die, SIGKILL of us included
+    (prctl PR_SET_PDEATHSIG). Elsewhere None: the next run's orphan check (`kill_recorded`) still applies.
+    libc is loaded here, in the parent: the child between fork and exec runs only the returned closure."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:  # the parent died before the line above: nobody will signal us
+            os._exit(1)
+
+    return arm
+
+
+def record(pid: int) -> dict:
+    """What identifies a child started in its own session (pgid = pid) across our own death: pid, start time."""
+    return {"pid": pid, "pgid": pid, "start": start_time(pid)}
+
+
+def kill_recorded(rec: dict | None) -> bool:
+    """Kill the process group a `record` names if any of it still runs (an orphan of a killed parent);
+    True if something was killed."""
+    if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int) or not isinstance(rec.get("pgid"), int):
+        return False
+    start = rec.get("start") if isinstance(rec.get("start"), int) else None
+    if not alive(rec["pid"], rec["pgid"], start):
+        return False
+    terminate_group(rec["pgid"], rec["pid"], grace_s=2.0)
+    return True

@@ -6,13 +6,8 @@ Every step writes its artefact LAST and records the hashes of its inputs, so
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import subprocess
 import sys
-import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -20,6 +15,7 @@ from string import Template
 from typing import Callable
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
+from ..engines.generator import run_generator
 from ..faults import fault_point
 from ..gates.common import GateFailure, GateReport, merge_reports
 from ..gates.dataset import check_dataset, load_dataset_jsonl
@@ -164,51 +160,6 @@ def generated_is_current(it: ArmDir) -> bool:
     )
 
 
-GEN_LOG_CAP_BYTES = 1_000_000  # gen.log keeps the first 1 MB of the generator's output, then drops the rest
-
-
-def _copy_capped(src, log_path: Path, cap: int) -> None:
-    """Copy the generator's output into gen.log up to `cap` bytes, then note the cut and
-    keep draining (so a chatty generator never blocks on a full pipe nor fills the disk)."""
-    written = dropped = 0
-    with open(log_path, "wb") as log:
-        for chunk in iter(lambda: src.read1(65536), b""):
-            keep = chunk[: max(0, cap - written)]
-            log.write(keep)
-            log.flush()
-            written += len(keep)
-            dropped += len(chunk) - len(keep)
-        if dropped:
-            log.write(f"\n[gen.log capped at {cap} bytes; {dropped} more bytes of output dropped]\n".encode())
-
-
-def _run_generator(it: ArmDir, log: Path, timeout: float, python: str) -> int | None:
-    """Run gen_dataset.py with `python` (the env interpreter: it imports verifiers and reads the hub
-    env there) in its own process group; return its exit code, or None after a timeout, when the
-    whole group (the generator and any children it started) is killed."""
-    proc = subprocess.Popen([python, "gen_dataset.py"], cwd=it.dir, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    copier = threading.Thread(target=_copy_capped, args=(proc.stdout, log, GEN_LOG_CAP_BYTES), daemon=True)
-    copier.start()
-    try:
-        rc: int | None = proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        rc = None
-    except BaseException:  # Ctrl-C or a kill of this CLI: take the generator's group down too
-        _kill_group(proc)
-        raise
-    _kill_group(proc)  # also after a normal exit: children left running in the background
-    copier.join(timeout=10)
-    return rc
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()
-
-
 def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = None, quiet: bool = True) -> dict:
     """Run the teacher's generator in a subprocess of `python` (the run's env interpreter; default
     this one), cwd = iter dir, log gen.log; then drop the rows that overlap the evaluated questions
@@ -218,7 +169,7 @@ def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = Non
     (it.dir / "generate.json").unlink(missing_ok=True)
     log = it.dir / "gen.log"
     started = time.perf_counter()
-    returncode = _run_generator(it, log, timeout, python or sys.executable)
+    returncode = run_generator(it.dir, log, timeout, python or sys.executable)
     if returncode is None:
         ds.unlink(missing_ok=True)  # whatever the killed generator half-wrote
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py: still running after {timeout:.0f} s (killed with its "
