@@ -58,9 +58,8 @@ def data_vs_control(by_arm: dict[str, dict], seed_tests: list[dict], comparisons
         figures = (f"run_a {welch['mean_a']:.3f} vs run_c {welch['mean_b']:.3f} (delta {welch['delta']:+.3f}); "
                    f"Welch t-test p={welch['p']:.3g}; {n_a} vs {n_c} training seeds; "
                    f"{welch['n_examples']} shared eval examples")
-        return out | {"data_beats_control": beats, "sentence": DATA_BEAT if beats else DATA_NOT_BEAT,
-                      "figures": figures, "test": "welch", "p": welch["p"], "mean_run_a": welch["mean_a"],
-                      "mean_run_c": welch["mean_b"], "delta": welch["delta"], "n_examples": welch["n_examples"]}
+        return out | _tested(beats, figures, "welch", welch["p"], welch["mean_a"], welch["mean_b"], welch["delta"],
+                             welch["n_examples"])
     # Fewer than 2 seeds on a side (or every seed scored alike): the paired test of the seed-0 checkpoints.
     seeds = "1 training seed each" if n_a == n_c == 1 else f"seed 0 of each ({n_a} vs {n_c} training seeds)"
     why = (welch or {}).get("note") if n_a >= 2 and n_c >= 2 else None
@@ -73,9 +72,16 @@ def data_vs_control(by_arm: dict[str, dict], seed_tests: list[dict], comparisons
     figures = (f"run_a {paired['acc_a']:.3f} vs run_c {paired['acc_b']:.3f} (delta {paired['delta']:+.3f}); "
                f"exact McNemar p={paired['mcnemar_p']:.3g} ({paired['b_only_a']}/{paired['c_only_b']} "
                f"discordant); {seeds}; {paired['n_paired']} paired eval examples")
-    return out | {"data_beats_control": beats, "sentence": DATA_BEAT if beats else DATA_NOT_BEAT,
-                  "figures": figures, "test": "mcnemar", "p": paired["mcnemar_p"], "mean_run_a": paired["acc_a"],
-                  "mean_run_c": paired["acc_b"], "delta": paired["delta"], "n_examples": paired["n_paired"]}
+    return out | _tested(beats, figures, "mcnemar", paired["mcnemar_p"], paired["acc_a"], paired["acc_b"],
+                         paired["delta"], paired["n_paired"])
+
+
+def _tested(beats: bool, figures: str, test: str, p: float, mean_a: float, mean_c: float, delta: float,
+            n_examples: int) -> dict[str, Any]:
+    """The verdict's fields once a test has decided Run A vs Run C."""
+    return {"data_beats_control": beats, "sentence": DATA_BEAT if beats else DATA_NOT_BEAT, "figures": figures,
+            "test": test, "p": p, "mean_run_a": mean_a, "mean_run_c": mean_c, "delta": delta,
+            "n_examples": n_examples}
 
 
 def _not_from_data(label: str) -> str:
