@@ -3,6 +3,8 @@ violations, broken teachers and teacher files. Not a test; no real training.
 
     .venv/bin/python bench/hostile.py [-k SUBSTRING] [-v]
 
+Round 3's cases (issue 24) are in bench/hostile_r3_*.py, one module per area.
+
 Each case runs `python -m selfimprove ...` as a subprocess in its own temp dir, with
 the fake engine of the tests (tests/fakes/fake_rl.py as SELFIMPROVE_RL_CMD), so
 nothing trains for real. Two template runs are made once (~30 s): a bootstrapped
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import importlib
 import json
 import os
 import re
@@ -508,6 +511,14 @@ def _(tmp, t):
 @case("unknown command", "frobnicate", code=2)
 def _(tmp, t):
     return ["frobnicate"], None
+
+
+# Later rounds' cases live beside this file, one module per area (bench/hostile_r3_*.py). Each
+# does `from hostile import case, damaged, ...`: this module is registered under its own name
+# first, so run as a script it is not imported a second time with an empty case list.
+sys.modules.setdefault("hostile", sys.modules[__name__])
+for _p in sorted(Path(__file__).parent.glob("hostile_r*_*.py")):
+    importlib.import_module(_p.stem)
 
 
 # ----------------------------------------------------------------- runner
