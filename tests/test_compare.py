@@ -83,7 +83,7 @@ def test_compare_runs_three_arms_then_finalize_table(run: RunDir, monkeypatch: p
     assert sorted(arms) == sorted(set(arms)) == ["iter_0", "iter_1", "run_a", "run_b", "run_c"]
 
     out = finalize(run)
-    assert out["status"] == "max_iters_reached" and out["total_duration_s"] > 0
+    assert (out["status"], out["end_reason"]) == ("finalized", "max_iters_reached") and out["total_duration_s"] > 0
     status = run_status(run)
     assert status["next"].startswith("nothing") and status["plot"] and len(status["arms"]) == 5
     assert [r["arm"] for r in out["rows"]] == ["iter_0", "iter_1", "run_a", "run_b", "run_c"]
@@ -238,7 +238,7 @@ def test_finalize_after_budget_exhausted(run: RunDir) -> None:
     run.write_run(cfg)
     assert iterate(run, quiet=True).kind == "ended"
     out = finalize(run)
-    assert out["status"] == "budget_exhausted" and out["best"] is None
+    assert (out["status"], out["end_reason"]) == ("finalized", "budget_exhausted") and out["best"] is None
     assert [r["arm"] for r in out["rows"]] == ["iter_0"] and out["recommended"] == "iter_0"
 
 
@@ -247,7 +247,7 @@ def test_finalize_after_abort(run: RunDir) -> None:
     cfg.status, cfg.reason = "aborted", "hub env x/y not found"
     run.write_run(cfg)
     out = finalize(run)
-    assert out["status"] == "aborted" and out["reason"] == "hub env x/y not found"
+    assert (out["status"], out["end_reason"]) == ("finalized", "aborted") and out["reason"] == "hub env x/y not found"
     assert run.read_run().end_ts is not None
 
 
@@ -326,18 +326,24 @@ def test_runs_a_and_c_replay_the_best_iterations_overrides(run: RunDir) -> None:
 
 
 def test_training_phases_refuse_a_closed_run(run: RunDir, cli) -> None:
-    """finalize closes the run; baseline and iterate then refuse; `run --run-dir` re-prints the summary."""
+    """finalize closes the run (status "finalized", end_reason kept); baseline, iterate, finalize itself and
+    `run --run-dir` then refuse with exit 5 and change nothing (finalize names where the summary is)."""
     finalize(run, plot=False)
-    assert run.read_run().status == "completed" and run.read_run().end_ts is not None
+    cfg = run.read_run()
+    assert (cfg.status, cfg.end_reason) == ("finalized", "completed") and cfg.end_ts is not None
     before = tree_digest(run.root)
     for phase in ("baseline", "iterate"):
         res = cli(phase, "--run-dir", run.root)
         assert res.exit_code == 5, (phase, res.stdout, res.stderr)
         assert "the run is closed" in res.stderr and "selfimprove bootstrap" in res.stderr
+    res = cli("finalize", "--run-dir", run.root)  # with the plot on: still nothing written
+    assert res.exit_code == 5 and "already finalized" in res.stderr and "## Final summary" in res.stderr
+    assert "plot:" not in res.stdout
     assert tree_digest(run.root) == before
 
     def no_teacher(ctx):
         raise AssertionError("a closed run must not call the teacher")
 
-    out = run_loop(run, no_teacher, quiet=True)
-    assert out["status"] == "completed" and out["complete"]
+    with pytest.raises(PhaseOrderError, match="already finalized"):
+        run_loop(run, no_teacher, quiet=True)
+    assert tree_digest(run.root) == before

@@ -63,6 +63,13 @@ def rendered(result: dict) -> str:
     return console.export_text()
 
 
+def reopen(rd: RunDir) -> None:
+    """Undo finalize's close, as compare does when it adds seeds, so finalize writes a summary again."""
+    cfg = rd.read_run()
+    cfg.reopen()
+    rd.write_run(cfg)
+
+
 def test_one_seed_table_says_seed_variance_is_unmeasured(tmp_path: Path) -> None:
     """One seed per arm: no sd, no seed-aware p, a provisional recommendation, said in the table and scratchpad."""
     rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.56], "run_a": [0.60], "run_b": [0.52], "run_c": [0.51]})
@@ -154,12 +161,13 @@ def test_finalize_cli_prints_the_seed_aware_recommendation(tmp_path: Path, cli) 
     (Two seeds vs iter_0 is a t-test with 1 df: run_a 0.605 ± 0.007 gives t = 21, p = 0.03.)"""
     rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.58, 0.60], "run_a": [0.60, 0.61],
                              "run_b": [0.52], "run_c": [0.50, 0.52]})
-    res = cli("finalize", "--run-dir", rd.root, "--no-plot")
-    assert res.exit_code == 0, res.stderr
-    assert "recommended model (significant)" in res.stdout and "seed-aware tests" in res.stdout
     res = cli("finalize", "--run-dir", rd.root, "--no-plot", "--json")
     data = json.loads(res.stdout)
     assert data["seeds"] == 2 and {"seed_tests", "recommendation", "comparisons"} <= set(data)
+    reopen(rd)
+    res = cli("finalize", "--run-dir", rd.root, "--no-plot")
+    assert res.exit_code == 0, res.stderr
+    assert "recommended model (significant)" in res.stdout and "seed-aware tests" in res.stdout
 
 
 def test_status_waits_for_every_seed_replicate_before_finalize(tmp_path):
@@ -222,6 +230,7 @@ def test_verdict_one_seed_data_did_not_beat_equal_compute(tmp_path: Path, cli) -
         "measurable (eval_acc 0.550 vs iter_0 0.500, one training seed: provisional)")
     assert final_summary_head(rd)[0].startswith(f"**{DATA_NOT_BEAT}**: run_a 0.560 vs run_c 0.550")
     assert final_summary_head(rd)[1].startswith("use run_c (real @iter0)")
+    reopen(rd)  # finalize on a closed run exits 5 (nothing changed); this test reads the --json form too
     out = json.loads(cli("finalize", "--run-dir", rd.root, "--no-plot", "--json").stdout)
     v = out["verdict"]
     assert v["data_beats_control"] is False and v["sentence"] == DATA_NOT_BEAT and v["test"] == "mcnemar"

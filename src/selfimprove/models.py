@@ -8,13 +8,19 @@ SCHEMA_VERSION and adding an upgrade step in `_upgrade`.
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 SCHEMA_VERSION = 1
 
-RunStatus = Literal["running", "completed", "budget_exhausted", "max_iters_reached", "aborted"]
+# How a run ended: Phase 3's gates (budget_exhausted, max_iters_reached), finalize before they
+# fired (completed), or an error (aborted).
+EndReason = Literal["completed", "budget_exhausted", "max_iters_reached", "aborted"]
+# run.json status: "running" until it ends, then its EndReason, then "finalized" once finalize has
+# closed it (the EndReason moves to run.json end_reason so it is not lost).
+RunStatus = Literal["running", "completed", "budget_exhausted", "max_iters_reached", "aborted", "finalized"]
 EngineName = Literal["prime-rl", "local"]
 
 # The seed's pinned hyperparameters (overridable only by explicit flags, recorded in run.json).
@@ -22,6 +28,15 @@ SEED_STEPS_PER_RUN = 100
 SEED_ROLLOUTS_PER_EXAMPLE = 16
 SEED_EVAL_EXAMPLES = 200
 MIN_UNIQUE_PROMPTS_PER_STEP = 16  # below this GRPO collapses (the seed's floor)
+
+# Upper bounds of compare/run --seeds and --parallel. Each seed is a full training run of three arms,
+# so 32 seeds already cost ~100 training runs; far past any useful seed-variance estimate. Checked
+# where the flag enters (before run.json is written) and when run.json is read back.
+MAX_SEEDS = 32
+MAX_PARALLEL = 16  # arms trained at once; each is a whole engine job
+# How far in the future a recorded timestamp may lie (clock differences between machines a run
+# dir was copied across) before run.json is called damaged.
+CLOCK_SLACK_S = 24 * 3600
 
 
 class FileModel(BaseModel):
@@ -69,6 +84,7 @@ class RunConfig(FileModel):
     run_id: str | None = None
     status: RunStatus = "running"
     reason: str | None = None  # why the run ended (e.g. "hub env X not found")
+    end_reason: EndReason | None = None  # status "finalized": how the run had ended (its status before finalize)
     compact_warnings: list[str] = Field(default_factory=list)
     phase4_errors: list[Phase4Error] = Field(default_factory=list)
 
@@ -96,7 +112,7 @@ class RunConfig(FileModel):
     rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE  # seed: 16
     eval_examples: int = SEED_EVAL_EXAMPLES  # eval examples per iteration (seed: 200)
     allow_small_batch: bool = False  # permits < 16 unique prompts per step (smoke runs only)
-    seeds: int = Field(default=1, ge=1)  # Phase 4: training seeds per compared arm (compare/run --seeds; 1 = unmeasured)
+    seeds: int = Field(default=1, ge=1, le=MAX_SEEDS)  # Phase 4: training seeds per compared arm (compare/run --seeds; 1 = unmeasured)
 
     versions: dict[str, str] = Field(default_factory=dict)  # tool + library versions at bootstrap
 
@@ -116,6 +132,25 @@ class RunConfig(FileModel):
     # when the user continued with --allow-no-signal. Null until baseline checked it.
     learning_signal: dict[str, Any] | None = None
 
+    @field_validator("start_ts", "phase3_start_ts", "end_ts")
+    @classmethod
+    def _not_in_future(cls, ts: float | None) -> float | None:
+        """A clock set later than now (a hand-edited or damaged run.json) would show nonsense budgets."""
+        if ts is not None and ts > time.time() + CLOCK_SLACK_S:
+            raise ValueError(f"timestamp {ts} is in the future; set it to a past unix time or restore run.json")
+        return ts
+
+    def ended_as(self) -> str:
+        """How the run ended, whether or not finalize has closed it: its status, or end_reason once finalized."""
+        return (self.end_reason or "completed") if self.status == "finalized" else self.status
+
+    def reopen(self) -> None:
+        """Undo finalize's close (end_ts, status "finalized"): the run has Phase 4 work again
+        (compare --seeds N after finalize, or an arm found missing); the next finalize closes it."""
+        if self.status == "finalized":
+            self.status, self.end_reason = self.end_reason or "completed", None
+        self.end_ts = self.total_duration_s = None
+
     @property
     def unique_prompts_per_step(self) -> int:
         return self.batch_size // self.rollouts_per_example
@@ -128,8 +163,8 @@ class IterRecord(BaseModel):
 
     arm: str  # unique key: "iter_0", "iter_3", "run_a", "run_b", "run_c"; seed replicates "run_a_seed1", "iter_3_seed1"
     iter: int | None = None  # iteration index for iter_N arms, None for controls
-    eval_acc: float
-    eval_reward_mean: float
+    eval_acc: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)  # a NaN would sort and recommend as a score
+    eval_reward_mean: float = Field(allow_inf_nan=False)
     n_eval: int
     acc_ci95: tuple[float, float]  # Wilson 95% interval of eval_acc over n_eval examples
     train_reward_mean: float | None = None
@@ -147,6 +182,19 @@ class Metrics(FileModel):
     """metrics.json: the finished arms, in the order they finished."""
 
     iters: list[IterRecord] = Field(default_factory=list)
+
+    @field_validator("iters")
+    @classmethod
+    def _one_record_per_arm(cls, iters: list[IterRecord]) -> list[IterRecord]:
+        """Two records of one arm (a duplicated row) would count one result twice; which one is right
+        is the user's call, so refuse rather than pick."""
+        seen: set[str] = set()
+        for r in iters:
+            if r.arm in seen:
+                raise ValueError(f"arm '{r.arm}' is recorded twice; delete one of its two records "
+                                 f"(or delete both and re-run the phase that trained it)")
+            seen.add(r.arm)
+        return iters
 
     def get(self, arm: str) -> IterRecord | None:
         return next((r for r in self.iters if r.arm == arm), None)
@@ -229,8 +277,8 @@ class EvalSummary(FileModel):
     """<arm>/eval_summary.json: sealed aggregate of the arm's final eval rollouts."""
 
     arm: str
-    eval_acc: float
-    eval_reward_mean: float
+    eval_acc: float = Field(ge=0.0, le=1.0, allow_inf_nan=False)
+    eval_reward_mean: float = Field(allow_inf_nan=False)
     n_eval: int  # number of eval rollouts aggregated
     n_examples: int  # distinct example ids
     acc_ci95: tuple[float, float]

@@ -52,7 +52,7 @@ def command(
     out.print(summary_renderable(result))
     total = result["total_duration_s"]  # None while the run stays open (an incomplete summary)
     total_text = f"total {fmt_duration(total)}" if total is not None else "run still open: summary incomplete"
-    out.print(f"status {result['status']} ({result['reason']}); {total_text}", markup=False)
+    out.print(f"status {result['status']} (ended: {result['end_reason']}; {result['reason']}); {total_text}", markup=False)
     if line := recommendation_line(result):
         out.print(line, markup=False)
     if result["plot"]:

@@ -40,8 +40,11 @@ A summary never drops an arm silently. When Phase 4 is expected and an arm
 has no record (its job died: run.json phase4_errors; or compare never got to
 it), finalize writes a "## Partial summary" that names each missing arm, why,
 and the command that recovers it (`compare --restart` for a dead job), leaves
-the run open (no end_ts, status unchanged) and the CLI exits 6. The first
-finalize that finds every arm writes the "## Final summary" and closes the run.
+the run open (no end_ts, status its end reason) and the CLI exits 6. The first
+finalize that finds every arm writes the "## Final summary" and closes the run:
+run.json status "finalized", end_reason how it ended (budget_exhausted, ...).
+finalize on a closed run changes nothing and exits 5; `compare` adding seeds
+reopens the run, and the next finalize replaces the "## Final summary".
 """
 
 
@@ -56,14 +59,14 @@ from typing import Any
 from ..faults import fault_point
 from ..models import EvalSummary, IterRecord, Metrics
 from ..report.table import comparison_lines, seed_test_lines, seeds_text
-from ..rundir import RunDir, split_seed_key
+from ..rundir import RunDir, atomic_write_text, split_seed_key
 from ..stats import compare_arms, compare_over_seeds, one_sample_t_test
 from .arms import recorded_seed
 from .compare import ARM_LABELS, pick_best, seed_members
 from .evals import RULE_REWARD
 from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT
-from .status import missing_phase4_arms
+from .status import SHOWN_MISSING, missing_phase4_arms, missing_text
 from .verdict import data_vs_control, recommend, verdict
 
 NO_EVAL_SPLIT = "train (no eval split)"
@@ -79,6 +82,9 @@ UNMEASURED_CAVEAT = (
     "(`selfimprove compare --seeds 3` measures it)."
 )
 CONTROLS = ("run_a", "run_b", "run_c")
+FINAL_HEADING = "## Final summary"
+WORKED_LINE = "What worked / what didn't / open questions:"
+WORKED_PLACEHOLDER = "_teacher: fill in from the iteration entries above._"
 
 
 def _summary(rd: RunDir, key: str) -> EvalSummary | None:
@@ -224,7 +230,7 @@ def _accuracy_rule(rd: RunDir) -> str | None:
 
 def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
-    lines = [f"## Final summary — {ts}", ""]
+    lines = [f"{FINAL_HEADING} — {ts}", ""]
     if table.get("no_signal"):
         lines += [f"**NOT A RESULT: {table['no_signal']}**", ""]
     if v := table.get("verdict"):  # the answer first: did the targeted data beat equal compute?
@@ -258,12 +264,12 @@ def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
         lines.append(f"\nWinning iteration: {table['best']}; its buckets are in `{report}` (section 2 of its entry above).")
     if table["caveat"]:
         lines.append(f"\nCaveat: {table['caveat']}")
-    lines.append("\nWhat worked / what didn't / open questions: _teacher: fill in from the iteration entries above._")
+    lines.append(f"\n{WORKED_LINE} {WORKED_PLACEHOLDER}")
     return "\n".join(lines) + "\n"
 
 
 def _missing_line(missing: list[dict]) -> str:
-    return "INCOMPLETE: the Phase 4 arm(s) " + ", ".join(m["arm"] for m in missing) + " are missing from this summary"
+    return f"INCOMPLETE: the Phase 4 arm(s) {missing_text(missing, why=False)} are missing from this summary"
 
 
 def _partial_scratchpad(rd: RunDir, table: dict, missing: list[dict]) -> str:
@@ -274,7 +280,9 @@ def _partial_scratchpad(rd: RunDir, table: dict, missing: list[dict]) -> str:
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     lines = [f"## Partial summary — {ts}", "", f"**{_missing_line(missing)}**; the table below is not the final one:"]
     lines += [f"- {m['arm']}: {m['why']}; recover with `{m['fix']}`, then `selfimprove finalize --run-dir {rd.root}`"
-              for m in missing]
+              for m in missing[:SHOWN_MISSING]]
+    if len(missing) > SHOWN_MISSING:  # bounded: --seeds N misses up to 3N arms
+        lines.append(f"- {missing_text(missing[SHOWN_MISSING:], why=False)}: recover with `{missing[0]['fix']}`")
     return "\n".join(lines) + "\n" + body
 
 
@@ -283,24 +291,43 @@ def incomplete_message(result: dict[str, Any]) -> str | None:
     missing = result.get("missing_arms") or []
     if not missing:
         return None
-    parts = "; ".join(f"{m['arm']} ({m['why']})" for m in missing)
+    parts = missing_text(missing)
     return (f"{result['run_dir']}/run.json: the summary is incomplete, missing {parts}; recover with "
             f"`{missing[0]['fix']}`, then re-run `selfimprove finalize --run-dir {result['run_dir']}`")
 
 
+def replace_final_summary(pad: str, summary: str) -> str:
+    """scratchpad.md with its "## Final summary" replaced by `summary` (appended when there is none).
+
+    A finalize after more seeds (compare --seeds N on a finalized run) must not leave the old
+    summary's provisional recommendation standing. What the teacher wrote under the old summary's
+    "What worked" line is carried over, not lost."""
+    start = 0 if pad.startswith(FINAL_HEADING) else pad.rfind(f"\n{FINAL_HEADING}") + 1
+    if start == 0 and not pad.startswith(FINAL_HEADING):  # no summary yet: append it
+        sep = "" if not pad or pad.endswith("\n\n") else ("\n" if pad.endswith("\n") else "\n\n")
+        return pad + sep + summary
+    nxt = pad.find("\n## ", start + 1)
+    end = nxt + 1 if nxt >= 0 else len(pad)
+    old = pad[start:end]
+    teacher = old.split(WORKED_LINE, 1)[1].strip() if WORKED_LINE in old else ""
+    if teacher and teacher != WORKED_PLACEHOLDER:
+        summary = summary.replace(f"{WORKED_LINE} {WORKED_PLACEHOLDER}", f"{WORKED_LINE} {teacher}")
+    rest = pad[end:]
+    return pad[:start] + summary + ("\n" + rest if rest else "")
+
+
 def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, Any]:
+    """Close the run and summarise it. A closed run raises PhaseOrderError (exit 5) with nothing written."""
     rd.require()
     require_phase_order(rd, "finalize")
     with rd.lock("finalize"):
+        require_phase_order(rd, "finalize")  # again under the lock: another finalize may have closed it
         cfg = rd.read_run()
         missing = missing_phase4_arms(rd, cfg)
-        if not missing:  # with arms missing, the run stays open (no end_ts) until they are recovered
-            if cfg.status == "running":
-                cfg.status, cfg.reason = "completed", cfg.reason or "finalized"
-            if cfg.end_ts is None:  # re-running finalize re-prints; it does not move the end
-                cfg.end_ts = time.time()
-                cfg.total_duration_s = round(cfg.end_ts - cfg.start_ts, 1)
-            rd.write_run(cfg)
+        if missing:  # the run stays open (no end_ts, its end reason as status) until the arms are recovered
+            if cfg.end_ts is not None or cfg.status == "finalized":  # closed by an older selfimprove
+                cfg.reopen()
+                rd.write_run(cfg)
         fault_point("finalize")
         table = build_table(rd)
         pad = rd.read_scratchpad()
@@ -308,14 +335,22 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
             partial = _partial_scratchpad(rd, table, missing)
             if _missing_line(missing) not in pad:  # once per set of missing arms
                 rd.append_scratchpad(partial)
-        elif "## Final summary" not in pad:
-            rd.append_scratchpad(_final_scratchpad(rd, table, cfg.phase4_errors))
-        notes = []
+        else:
+            # The summary before the close: a kill in between re-runs finalize, which rewrites it.
+            atomic_write_text(rd.scratchpad, replace_final_summary(pad, _final_scratchpad(rd, table, cfg.phase4_errors)))
+            if cfg.status == "running":
+                cfg.status, cfg.reason = "completed", cfg.reason or "finalized"
+            cfg.end_reason, cfg.status = cfg.ended_as(), "finalized"
+            cfg.end_ts = time.time()
+            cfg.total_duration_s = round(cfg.end_ts - cfg.start_ts, 1)
+            rd.write_run(cfg)
+        notes, plotted = [], None
         if plot and table["rows"]:
             try:
                 from ..report.plot import plot_eval_acc
 
                 plot_eval_acc(table["rows"], rd.plot_png, f"{cfg.dataset}: eval accuracy per arm ({cfg.model})")
+                plotted = str(rd.plot_png)
             except Exception as e:  # a missing matplotlib must not lose the summary
                 notes.append(f"plot skipped: {str(e).splitlines()[0]}")
         if wandb and cfg.wandb_project and table["rows"]:
@@ -323,8 +358,7 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
 
             notes.append(log_arms_to_wandb(cfg.wandb_project, cfg.dataset, table["rows"],
                                            json.loads(cfg.model_dump_json()), table["rows"]))
-        return {"run_dir": str(rd.root), "status": cfg.status, "reason": cfg.reason, "end_ts": cfg.end_ts,
-                "total_duration_s": cfg.total_duration_s, "seeds": cfg.seeds, **table,
-                "complete": not missing, "missing_arms": missing,
-                "plot": str(rd.plot_png) if rd.plot_png.exists() else None, "notes": notes,
+        return {"run_dir": str(rd.root), "status": cfg.status, "end_reason": cfg.ended_as(), "reason": cfg.reason,
+                "end_ts": cfg.end_ts, "total_duration_s": cfg.total_duration_s, "seeds": cfg.seeds, **table,
+                "complete": not missing, "missing_arms": missing, "plot": plotted, "notes": notes,
                 "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors]}

@@ -85,16 +85,19 @@ def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
 
     Budget time is measured from phase3_start_ts (see start_phase3_clock)."""
     elapsed = time.time() - cfg.phase3_start_ts if cfg.phase3_start_ts is not None else 0.0
+    fired = []  # every gate that fired, so the reason never hides one behind the other
     if elapsed >= cfg.budget_seconds:
-        status, reason = ("budget_exhausted", f"Phase 3 budget of {cfg.budget_seconds} s used "
-                          f"({elapsed:.0f} s since Phase 3 started) before iter_{n}")
-    elif n >= cfg.max_iters:
-        status, reason = "max_iters_reached", f"max_iters={cfg.max_iters} reached (iter_0..iter_{n - 1} done)"
-    else:
+        fired.append(("budget_exhausted", f"Phase 3 budget of {cfg.budget_seconds} s used "
+                      f"({elapsed:.0f} s since Phase 3 started) before iter_{n}"))
+    if n >= cfg.max_iters:
+        fired.append(("max_iters_reached", f"max_iters={cfg.max_iters} reached (iter_0..iter_{n - 1} done)"))
+    if not fired:
         return None
+    status = fired[0][0]  # the budget first: it is the one that cut the run short
+    reason = "; ".join(why for _s, why in fired)
     # The scratchpad entry first, then run.json: run.json's status is what ends Phase 3, so a
     # kill in between re-runs this gate, which then finds its entry and does not repeat it.
-    heading = f"## Phase 3 ended: {status}"
+    heading = f"## Phase 3 ended: {' + '.join(gate for gate, _why in fired)}"
     if heading not in rd.read_scratchpad():
         rd.append_scratchpad(f"{heading}\n\n{reason}. Next: `selfimprove compare`, then `selfimprove finalize`.\n")
     fault_point("phase3-end")
@@ -121,7 +124,7 @@ def iterate(
         while True:
             cfg = rd.read_run()
             if cfg.status != "running":
-                return IterateResult("ended", current_iteration(rd), f"Phase 3 is over (status {cfg.status}); next: selfimprove compare --run-dir {rd.root}")
+                return IterateResult("ended", current_iteration(rd), f"Phase 3 is over (it ended: {cfg.ended_as()}); next: selfimprove compare --run-dir {rd.root}")
             signal = cfg.learning_signal or {}
             if signal and not signal.get("has_signal") and not signal.get("allowed"):
                 raise NoLearningSignal(f"iter_0: {NO_SIGNAL_VERDICT} ({rd.run_json} learning_signal); to continue "
@@ -211,7 +214,8 @@ def run_one_iteration(
     atomic_write_json(it.dir / "record.json", record)
     return IterateResult(
         "iteration_done", n,
-        f"iter_{n} done: eval_acc {record['eval_acc']:.3f} ({record['verdict']}). "
+        f"iter_{n} done: eval_acc {record['eval_acc']:.3f} ({record['verdict']})"
+        + (f" [{record['not_a_result']}]. " if record.get("not_a_result") else ". ") +
         "Agent: /compact now (on failure: selfimprove note --compact-failed \"...\"), then re-run iterate.",
         record,
     )

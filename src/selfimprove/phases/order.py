@@ -1,15 +1,18 @@
 """Phase order: what each phase needs done before it runs, in one place.
 
     introspect   the run is not closed
-    baseline     the run is not closed
+    baseline     introspect is done (hub_env.json); the run is not closed
     iterate      iter_0 is done (baseline); the run is not closed
     compare      iter_0 is done; Phase 3 is over (run.json status is no longer "running")
-    finalize     iter_0 is done, unless the run was aborted (finalize then records why it ended)
+    finalize     iter_0 is done, unless the run was aborted (finalize then records why it ended);
+                 the run is not closed (a closed run has its summary: nothing to do)
 
-"Closed" means finalize has completed the run (run.json end_ts is set). A
-closed run refuses every phase that trains or rewrites Phase 1-3 artefacts;
-`compare` stays open after finalize because the summary itself suggests
-`compare --seeds 3` to measure seed variance, and finalize can be re-run.
+"Closed" means finalize has completed the run (run.json end_ts is set, status
+"finalized"). A closed run refuses every phase that trains or rewrites Phase 1-3
+artefacts, and finalize itself (exit 5, nothing changed); `compare` stays open
+after finalize because the summary itself suggests `compare --seeds 3` to
+measure seed variance: when it trains an arm it reopens the run, and the next
+finalize rewrites the summary.
 Every refusal is one line naming the phase to run first, raised before the
 phase takes the lock or writes anything, so the run dir is left unchanged.
 """
@@ -38,11 +41,22 @@ def require_phase_order(rd: RunDir, phase: Phase) -> None:
     root = rd.root
     if phase in REFUSED_WHEN_CLOSED and cfg.end_ts is not None:
         raise PhaseOrderError(
-            f"{rd.run_json}: the run is closed (status {cfg.status}, finalized); `{phase}` would change a finished "
-            f"run; start a new run with `selfimprove bootstrap {cfg.dataset}` (or `--init-from {root}` to reuse its iter_0)"
+            f"{rd.run_json}: the run is closed (finalized; it ended: {cfg.ended_as()}); `{phase}` would change a "
+            f"finished run; start a new run with `selfimprove bootstrap {cfg.dataset} --init-from {root}` to reuse "
+            f"its best checkpoint as iter_0 (or without --init-from to start afresh)"
         )
-    if phase == "finalize" and cfg.status == "aborted":
+    if phase == "finalize" and cfg.end_ts is not None:
+        raise PhaseOrderError(
+            f"{rd.run_json}: the run is already finalized (it ended: {cfg.ended_as()}); nothing changed; its summary "
+            f"is the '## Final summary' of {rd.scratchpad} (more training seeds: `selfimprove compare --run-dir "
+            f"{root} --seeds {max(3, cfg.seeds + 1)}`, then finalize again)"
+        )
+    if phase == "finalize" and cfg.ended_as() == "aborted":
         return  # an aborted run is summarised with whatever it has
+    if phase == "baseline" and not rd.hub_env_json.is_file():
+        raise PhaseOrderError(
+            f"{rd.hub_env_json}: missing; `baseline` needs introspect first: run `selfimprove introspect --run-dir {root}`"
+        )
     if phase in NEEDS_BASELINE and not baseline_done(rd):
         first = "introspect" if not rd.hub_env_json.is_file() else "baseline"
         raise PhaseOrderError(

@@ -24,7 +24,7 @@ from ..teacher import TeacherContext, call_teacher, make_context
 from ..ui import console, fmt_duration, phase_line
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
-from .compare import compare, pick_best, record_seeds
+from .compare import check_parallel, check_seeds, compare, pick_best, record_seeds
 from .finalize import finalize
 from .introspect import introspect
 from .iterate import current_iteration, iterate
@@ -64,8 +64,13 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
     `seeds` (Phase 4 training seeds) is written to run.json first, so a resumed run keeps it."""
     timings: dict[str, float] = {}
     rd.require()
-    if rd.read_run().end_ts is not None:  # finalized before: re-print the summary, train nothing
-        return {**finalize(rd), "timings_s": timings}
+    check_seeds(seeds)
+    check_parallel(parallel)
+    cfg = rd.read_run()
+    if cfg.end_ts is not None:  # finalized before: only more seeds give it work (else finalize: exit 5, nothing changed)
+        if seeds is not None and seeds != cfg.seeds:
+            _timed(rd, "compare", lambda: compare(rd, control=control, seeds=seeds, quiet=quiet, parallel=parallel), timings)
+        return {**_timed(rd, "finalize", lambda: finalize(rd), timings), "timings_s": timings}
     record_seeds(rd, seeds)
     if not rd.hub_env_json.is_file():
         _timed(rd, "introspect", lambda: introspect(rd), timings)
@@ -111,6 +116,8 @@ def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[
         *, control: bool = True, seeds: int | None = None, quiet: bool = False,
         allow_no_signal: bool = False, parallel: int | None = None) -> dict[str, Any]:
     """Bootstrap (unless resuming an existing run dir), then drive the run to its end."""
+    check_seeds(seeds)  # before bootstrap writes a run dir
+    check_parallel(parallel)
     if run_dir is None:
         if opts is None:
             raise SelfImproveError("give a dataset to start a run, or --run-dir to resume one")
