@@ -157,17 +157,19 @@ def test_2b_torn_last_line_is_reported_not_fatal(run: Path, cli, monkeypatch: py
     assert RunDir(run).read_eval_summary(RunDir(run).iter(0)).dropped_lines == 1
 
 
-def test_no_canonical_config_lists_paths_tried(new_run, cli, fake_engine: Path, tmp_path: Path,
-                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """No config anywhere and no hub_env.json to generate one: the error lists every path tried."""
+@pytest.mark.parametrize("dataset", ["nosuch-dataset", "selfimprove-arith"])
+def test_baseline_before_introspect_is_phase_order(new_run, cli, fake_engine: Path, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch, dataset: str) -> None:
+    """Baseline before introspect is a phase-order error (exit 5, nothing written), whether or not
+    a canonical config exists for the dataset (issue 24: it was exit 1 without one, exit 0 with one)."""
     monkeypatch.setenv("PRIME_RL_DIR", str(tmp_path / "prime-rl"))
-    run = new_run("nosuch-dataset", *SMALL)
+    run = new_run(dataset, *SMALL)
+    before = sorted(p.name for p in run.iterdir())
     res = cli("baseline", "--run-dir", run)
-    assert res.exit_code == 1
+    assert res.exit_code == 5, res.stderr
     err = " ".join(res.stderr.split())
-    assert "no canonical config for dataset 'nosuch-dataset'" in err
-    assert str(tmp_path / "prime-rl" / "configs" / "nosuch-dataset" / "rl.toml") in err
-    assert "selfimprove introspect" in err
+    assert "hub_env.json: missing" in err and f"selfimprove introspect --run-dir {run}" in err
+    assert sorted(p.name for p in run.iterdir()) == before
 
 
 def test_canonical_config_with_bad_key_is_named(run: Path, cli, tmp_path: Path) -> None:
@@ -238,6 +240,7 @@ def prior(tmp_path: Path) -> Path:
 
 def test_2a_init_from_happy_path(new_run, cli, prior: Path) -> None:
     run = new_run("selfimprove-arith", *SMALL, "--init-from", str(prior))
+    hub_env(run)
     res = cli("baseline", "--run-dir", run)
     assert res.exit_code == 0, res.stderr
     rd = RunDir(run)
@@ -262,6 +265,7 @@ def test_2a_init_from_happy_path(new_run, cli, prior: Path) -> None:
 
 def test_2a_step_dirs_disagree(new_run, cli, prior: Path) -> None:
     run = new_run("selfimprove-arith", *SMALL, "--init-from", str(prior))
+    hub_env(run)
     (prior / "prime_out" / "run_default" / "rollouts" / "step_6").mkdir()
     res = cli("baseline", "--run-dir", run)
     assert res.exit_code == 2
@@ -270,6 +274,7 @@ def test_2a_step_dirs_disagree(new_run, cli, prior: Path) -> None:
 
 def test_2a_missing_artefact(new_run, cli, prior: Path) -> None:
     run = new_run("selfimprove-arith", *SMALL, "--init-from", str(prior))
+    hub_env(run)
     (prior / "prime_out" / "weights" / "step_4" / "tokenizer.json").unlink()
     res = cli("baseline", "--run-dir", run)
     assert res.exit_code == 2

@@ -41,7 +41,7 @@ from ..ui import console
 from .bootstrap import check_init_from
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
-from .signal import NEAR_ZERO_GROUP_SD, NO_SIGNAL_VERDICT, learning_signal
+from .signal import NEAR_ZERO_GROUP_SD, NO_SIGNAL_VERDICT, learning_signal, not_a_result
 
 CANONICAL_COPY = "canonical_rl.toml"  # iter_0/: the config iter_0 trained with
 
@@ -134,7 +134,8 @@ def _bookkeep(rd: RunDir, arm: ArmDir, cfg: RunConfig, summary: EvalSummary) -> 
     text = rd.read_scratchpad()
     if not scratchpad.has_entry(text, "iter_0"):
         traj = None if inherited else train_trajectory(arm)
-        rd.append_scratchpad(scratchpad.render_iter0(summary, trajectory=traj, init_from=cfg.init_from if inherited else None))
+        rd.append_scratchpad(scratchpad.render_iter0(summary, trajectory=traj, init_from=cfg.init_from if inherited else None,
+                                                     warning=not_a_result(cfg.learning_signal)))
 
 
 # ---------------------------------------------------------------- 2B: train iter_0
