@@ -63,12 +63,15 @@ def render_trajectory(trajectory: list[dict]) -> str:
 
 
 def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_from: str | None = None,
-                 ts: float | None = None) -> str:
+                 ts: float | None = None, warning: str | None = None) -> str:
     """The seed's iter_0 entry: source, eval_acc with interval and n, trajectory by 20-step buckets, checkpoint.
 
     For --init-from the source reads "Inherited via --init-from" and there is no trajectory (seed 2A.3).
+    `warning` (the no-signal "NOT A RESULT" line) goes first, in bold, above the score.
     """
     lines = [marker("iter_0"), f"## Iteration 0 — baseline ({utc_stamp(ts)})", ""]
+    if warning:
+        lines += [f"**{warning}**", ""]
     if init_from:
         lines.append(f"- Source: Inherited via --init-from `{init_from}` (step {summary.final_step})")
     else:

@@ -9,6 +9,7 @@ import typer
 
 from ..phases.baseline import run_baseline
 from ..rundir import RunDir
+from ..phases.signal import not_a_result
 from ..scratchpad import fmt_acc
 from ..ui import out, phase_line
 from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
@@ -63,4 +64,6 @@ def command(
     out.print(f"checkpoint: {s.checkpoint or 'none'}", markup=False)
     if s.dropped_lines:
         out.print(f"note: {s.dropped_lines} torn eval line(s) dropped", markup=False)
+    if warning := not_a_result(rd.read_run().learning_signal):
+        out.print(warning, markup=False)
     out.print(f"next: selfimprove iterate --run-dir {rd.root}", markup=False)

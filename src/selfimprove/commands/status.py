@@ -5,10 +5,18 @@ from __future__ import annotations
 from rich.markup import escape
 from rich.table import Table
 
-from ..phases.status import run_status
+from ..phases.status import SHOWN_MISSING, missing_text, run_status
 from ..rundir import RunDir
 from ..ui import fmt_duration, out
 from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
+
+
+SIGNAL_TEXT = {
+    "unchecked": "not checked yet (baseline checks it)",
+    "yes": "yes (iter_0's rewards spread: RL has something to learn from)",
+    "none": "NONE: baseline stopped (exit 4); the student gets no reward signal on this env",
+    "none-allowed": "NONE (continued with --allow-no-signal)",
+}
 
 
 def budget_text(s: dict) -> str:
@@ -39,12 +47,17 @@ def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
         return
     out.print(f"[bold]{s['dataset']}[/bold]  {s['run_dir']}")
     out.print(f"env {s['hub_id']} | student {s['model']} | engine {s['engine']}")
-    reason = f" ({s['reason']})" if s["reason"] else ""
+    bits = [f"ended: {s['end_reason']}"] if s["end_reason"] and s["end_reason"] != s["status"] else []
+    bits += [s["reason"]] if s["reason"] else []
+    reason = f" ({escape('; '.join(bits))})" if bits else ""
     out.print(f"status [bold]{s['status']}[/bold]{reason} | phase reached: {s['phase_reached']}")
+    out.print(f"learning signal: {SIGNAL_TEXT[s['learning_signal']]}", markup=False)
+    if s["not_a_result"]:
+        out.print(f"[bold red]{escape(s['not_a_result'])}[/bold red]")
     out.print(f"{budget_text(s)} | run elapsed {fmt_duration(s['elapsed_s'])} | "
               f"iterations started: {s['iterations_started'] or 'none'} of max {s['max_iters']}", markup=False)
     if s["arms"]:
-        t = Table(title="finished arms (eval on the real env)")
+        t = Table(title="finished arms (eval on the real env)" + (" - NOT A RESULT" if s["not_a_result"] else ""))
         for col in ("arm", "rows", "eval_acc", "95% CI", "n_eval", "reward mean", "step"):
             t.add_column(col)
         for a in s["arms"]:
@@ -54,6 +67,10 @@ def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
         out.print(t)
     if s["plot"]:
         out.print(f"plot: {s['plot']}")
-    for m in s["phase4_missing"]:
+    missing = s["phase4_missing"]
+    for m in missing[:SHOWN_MISSING]:
         out.print(f"[red]missing Phase 4 arm[/red] {m['arm']}: {escape(m['why'])}; fix: {escape(m['fix'])}")
+    if len(missing) > SHOWN_MISSING:  # bounded: --seeds N misses up to 3N arms
+        out.print(f"[red]missing Phase 4 arms[/red] {escape(missing_text(missing[SHOWN_MISSING:], why=False))} "
+                  f"(status --json lists them all)")
     out.print(f"next: {s['next']}")

@@ -13,6 +13,7 @@ from ..rundir import RunDir, atomic_write_text, read_json_object
 from ..scratchpad import WORKED_PLACEHOLDER
 from ..stats import compare_arms, seed_verdict
 from .evals import train_trajectory
+from .signal import not_a_result
 
 RESULTS_MARKER = "<!-- results:iter_{n} -->"  # where section 5 of iteration n's entry goes
 RESULTS_PLACEHOLDER = "_to be filled at the end of training._"
@@ -42,16 +43,17 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         if p is not None
         else "vs iter_0: no shared example ids to pair"
     )
-    text = (
+    warning = not_a_result(rd.read_run().learning_signal)
+    lines = [f"- **{warning}**"] if warning else []  # the score below is no evidence of learning
+    lines += [
         f"- eval_acc {cur.eval_acc:.3f} (95% Wilson [{lo:.3f}, {hi:.3f}], n={cur.n_eval} rollouts on "
-        f"{cur.n_examples} examples of the real eval split), reward mean {cur.eval_reward_mean:.3f}\n"
-        f"- train reward by 20-step bucket: {_trajectory_line(rd, n)}\n"
-        f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**\n"
-        f"- noise check: {noise}\n"
-        f"- checkpoint: `{cur.checkpoint}`\n"
-        f"{_rows_line(gen)}"
-        f"- what worked / what didn't / carry over: {WORKED_PLACEHOLDER}"
-    )
+        f"{cur.n_examples} examples of the real eval split), reward mean {cur.eval_reward_mean:.3f}",
+        f"- train reward by 20-step bucket: {_trajectory_line(rd, n)}",
+        f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**",
+        f"- noise check: {noise}",
+        f"- checkpoint: `{cur.checkpoint}`",
+    ]
+    text = "\n".join(lines) + "\n" + f"{_rows_line(gen)}- what worked / what didn't / carry over: {WORKED_PLACEHOLDER}"
     marker = RESULTS_MARKER.format(n=n)
     pad = rd.read_scratchpad()
     if marker in pad:
@@ -70,6 +72,7 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         "vs_iter0": vs_base,
         "rows": gen.get("rows"),
         "rows_dropped_eval_overlap": gen.get("rows_dropped_eval_overlap"),
+        "not_a_result": warning,
     }
 
 

@@ -97,3 +97,22 @@ def learning_signal(arm: ArmDir) -> dict:
         "eval_step0_reward_mean": round(sum(rewards) / len(rewards), 6) if rewards else None,
         "allowed": False,  # set when the user continues with --allow-no-signal
     }
+
+
+NOT_A_RESULT = ("NOT A RESULT: iter_0 had no reward signal (continued with --allow-no-signal), "
+                "so no score of this run is evidence of learning")
+
+
+def signal_state(learning_signal: dict | None) -> str:
+    """run.json learning_signal as one word: "unchecked" (baseline has not checked), "yes", "none" (baseline
+    stopped with exit 4, the run waits for the user's choice) or "none-allowed" (--allow-no-signal)."""
+    if not learning_signal:
+        return "unchecked"
+    if learning_signal.get("has_signal", True):
+        return "yes"
+    return "none-allowed" if learning_signal.get("allowed") else "none"
+
+
+def not_a_result(learning_signal: dict | None) -> str | None:
+    """The warning every place that shows a score carries once the run went on without a signal, else None."""
+    return NOT_A_RESULT if signal_state(learning_signal) == "none-allowed" else None

@@ -8,6 +8,19 @@ from typing import Any
 
 from ..models import RunConfig
 from ..rundir import RunDir, split_seed_key
+from .signal import not_a_result, signal_state
+
+SHOWN_MISSING = 4  # missing arms named one by one in a line; the rest are counted (--seeds 32 has ~100)
+
+
+def missing_text(missing: list[dict[str, Any]], *, why: bool = True) -> str:
+    """The missing Phase 4 arms in one bounded phrase: the first few by name (and why), then counts."""
+    shown = [f"{m['arm']} ({m['why']})" if why else m["arm"] for m in missing[:SHOWN_MISSING]]
+    rest = missing[SHOWN_MISSING:]
+    if rest:
+        failed = sum(m["failed"] for m in rest)
+        shown.append(f"and {len(rest)} more ({failed} failed, {len(rest) - failed} not trained yet)")
+    return "; ".join(shown) if why else ", ".join(shown)
 
 
 def next_step(rd: RunDir) -> tuple[str, str]:
@@ -17,14 +30,20 @@ def next_step(rd: RunDir) -> tuple[str, str]:
     missing = missing_phase4_arms(rd, cfg)
     if missing and any(m["failed"] for m in missing):  # a dead arm outranks "finished": recover it first
         return "compare", missing[0]["fix"]
+    if missing and rd.best_iter_json.exists():  # compare started (or added seeds) and stopped before the end
+        return "compare", missing[0]["fix"]
     if cfg.end_ts is not None:
         return "finalize", "nothing: the run is finished"
-    if cfg.status == "aborted":
+    if cfg.ended_as() == "aborted":
         return "aborted", f"selfimprove finalize --run-dir {root}"
     if not rd.hub_env_json.exists():
         return "bootstrap", f"selfimprove introspect --run-dir {root}"
     if not rd.iter(0).eval_summary.exists():
         return "introspect", f"selfimprove baseline --run-dir {root}"
+    if signal_state(cfg.learning_signal) == "none":  # baseline stopped with exit 4: the user decides
+        return "baseline", (f"your choice: iter_0 gets no reward signal, so RL cannot learn here; use a stronger "
+                            f"student or another env (a new run: `selfimprove bootstrap`), or on request only: "
+                            f"`selfimprove baseline --run-dir {root} --allow-no-signal` (then nothing is a result)")
     if cfg.status == "running":
         done = [i for i in rd.iter_indices() if i > 0 and (rd.iter(i).dir / "record.json").exists()]
         return ("iterate" if done else "baseline"), f"selfimprove iterate --run-dir {root}"
@@ -60,9 +79,9 @@ def phase4_expected(rd: RunDir, cfg: RunConfig) -> bool:
     without compare, and runs where no iteration >= 1 finished (there is no best dataset)."""
     from .compare import pick_best
 
-    if cfg.status in ("running", "aborted"):
+    if cfg.ended_as() in ("running", "aborted"):
         return False
-    if cfg.status == "completed" and not rd.best_iter_json.exists():
+    if cfg.ended_as() == "completed" and not rd.best_iter_json.exists():
         return False
     return pick_best(rd.read_metrics().iters) is not None
 
@@ -85,7 +104,8 @@ def missing_phase4_arms(rd: RunDir, cfg: RunConfig) -> list[dict[str, Any]]:
     for arm in sorted(need - done, key=lambda a: (split_seed_key(a)[1], order.get(split_seed_key(a)[0], 3), a)):
         failed = arm in errors
         why = f"its job failed: {errors[arm]}" if failed else "not trained yet (compare did not run, or stopped before it)"
-        fix = f"selfimprove compare --run-dir {rd.root}" + (" --restart" if failed else "")
+        fix = (f"selfimprove compare --run-dir {rd.root}" + (f" --seeds {cfg.seeds}" if cfg.seeds > 1 else "")
+               + (" --restart" if failed else ""))
         out.append({"arm": arm, "why": why, "failed": failed, "fix": fix})
     return out
 
@@ -117,7 +137,13 @@ def run_status(rd: RunDir) -> dict[str, Any]:
         "model": cfg.model,
         "engine": cfg.engine,
         "status": cfg.status,
+        "end_reason": None if cfg.status == "running" else cfg.ended_as(),
         "reason": cfg.reason,
+        # iter_0's reward spread (phases/signal.py): unchecked / yes / none (baseline stopped, exit 4) /
+        # none-allowed (--allow-no-signal: then not_a_result is set and every score is no result)
+        "learning_signal": signal_state(cfg.learning_signal),
+        "learning_signal_verdict": (cfg.learning_signal or {}).get("verdict"),
+        "not_a_result": not_a_result(cfg.learning_signal),
         "phase_reached": phase,
         "next": nxt,
         "elapsed_s": round(elapsed, 1),  # wall time since bootstrap (not the budget)
