@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..models import MAX_PARALLEL, MAX_SEEDS
 from ..phases.compare import compare
 from ..rundir import RunDir
 from ..ui import out, phase_line
@@ -19,8 +20,8 @@ def command(
     restart: Annotated[bool, typer.Option(help="After a crashed arm job: clean relaunch.")] = False,
     resume: Annotated[bool, typer.Option(help="After a crashed arm job: relaunch from its last checkpoint.")] = False,
     cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a job this many hours past its expected end (default 2).")] = None,
-    seeds: Annotated[Optional[int], typer.Option(min=1, help="Training seeds for Run A, Run C and the best iteration (member k: the best iteration canonical orchestrator.seed + 2k, Runs A and C + 2k + 1, so Run A never repeats the best iteration's seed); recorded in run.json. Default: run.json's value (1 = seed variance unmeasured).")] = None,
-    parallel: Annotated[Optional[int], typer.Option(min=1, help="Arms trained at once. Default: 2 with the CPU engine (same figures, 1.6-1.7x sooner on 2 cores), 1 with prime-rl (a run takes every GPU).")] = None,
+    seeds: Annotated[Optional[int], typer.Option(min=1, max=MAX_SEEDS, help="Training seeds for Run A, Run C and the best iteration (member k: the best iteration canonical orchestrator.seed + 2k, Runs A and C + 2k + 1, so Run A never repeats the best iteration's seed); recorded in run.json. Default: run.json's value (1 = seed variance unmeasured).")] = None,
+    parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Arms trained at once. Default: 2 with the CPU engine (same figures, 1.6-1.7x sooner on 2 cores), 1 with prime-rl (a run takes every GPU).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 4: pick BEST_ITER and run the controls on the full eval split.

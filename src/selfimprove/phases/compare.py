@@ -56,7 +56,7 @@ from typing import Any, Callable
 from ..engines.jobs import watch_together
 from ..errors import SelfImproveError, UsageError
 from ..gates.report import WeaknessReport, check_weakness_report
-from ..models import IterRecord, Metrics, Phase4Error, RunConfig
+from ..models import MAX_PARALLEL, MAX_SEEDS, IterRecord, Metrics, Phase4Error, RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json, seed_key, split_seed_key
 from ..stack.env_package import count_rows
 from ..ui import console
@@ -237,12 +237,33 @@ def _record_seeds(rd: RunDir, seeds: int | None) -> int:
     cfg = rd.read_run()
     if seeds is None:
         return cfg.seeds
-    if seeds < 1:
-        raise UsageError(f"--seeds {seeds}: must be >= 1 (1 = one training seed per arm)")
+    check_seeds(seeds)
     if cfg.seeds != seeds:
         cfg.seeds = seeds
         rd.write_run(cfg)
     return seeds
+
+
+def check_seeds(seeds: int | None) -> None:
+    """--seeds in range, checked before anything is written (run.json would keep a huge value)."""
+    if seeds is not None and not 1 <= seeds <= MAX_SEEDS:
+        raise UsageError(f"--seeds {seeds}: must be between 1 and {MAX_SEEDS} (1 = one training seed per arm; "
+                         f"each seed trains Run A, Run C and the best iteration again)")
+
+
+def check_parallel(parallel: int | None) -> None:
+    if parallel is not None and not 1 <= parallel <= MAX_PARALLEL:
+        raise UsageError(f"--parallel {parallel}: must be between 1 and {MAX_PARALLEL} (1 = one arm after another)")
+
+
+def _reopen_for(rd: RunDir, units: list[tuple[str, int, str]]) -> None:
+    """A finalized run that gets new Phase 4 arms (compare --seeds N after finalize) is open again until the
+    next finalize, which rewrites its summary: status never calls it finished while arms are missing."""
+    cfg = rd.read_run()
+    metrics = rd.read_metrics()
+    if cfg.end_ts is not None and any(metrics.get(key) is None for _a, _k, key in units):
+        cfg.reopen()
+        rd.write_run(cfg)
 
 
 def record_seeds(rd: RunDir, seeds: int | None) -> None:
@@ -324,8 +345,8 @@ def compare(
     """
     rd.require()
     note = on_arm or (lambda _a, _e: None)
-    if parallel is not None and parallel < 1:
-        raise UsageError(f"--parallel {parallel}: must be >= 1 (1 = one arm after another)")
+    check_parallel(parallel)
+    check_seeds(seeds)
     require_phase_order(rd, "compare")
     with rd.lock("compare"):
         cfg = rd.read_run()
@@ -340,6 +361,7 @@ def compare(
         _stamp_seed(rd, f"iter_{best.iter}")  # seed member 0 of the best iteration
         n_parallel = parallel or default_parallel(cfg)
         units = compare_units(best.iter, control=control, seeds=n_seeds)
+        _reopen_for(rd, units)
         job = {"restart": restart, "resume": resume, "quiet": quiet, "cap_hours": cap_hours}
         failures = _train_units(units, lambda u: _train_unit(rd, u, best.iter, n_eval, note, job), n_parallel,
                                 progress=not quiet)
