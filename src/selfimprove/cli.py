@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import typer
 
 from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status, student, weaknesses
@@ -46,4 +49,10 @@ app.add_typer(skill.app, name="skill")
 
 
 def main() -> None:
+    try:  # a shell left in a deleted directory: every relative path (and the run dir's resolve) would fail later
+        os.getcwd()
+    except FileNotFoundError:
+        print("error: the current directory no longer exists (it was deleted or moved); "
+              "cd to an existing directory and re-run the same command", file=sys.stderr)
+        sys.exit(1)
     app()

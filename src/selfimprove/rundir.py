@@ -261,7 +261,14 @@ class RunDir:
     """A run directory: `runs/<dataset>-<UTC timestamp>/`."""
 
     def __init__(self, root: Path | str):
-        self.root = Path(root).resolve()
+        try:
+            self.root = Path(root).resolve()
+        except RuntimeError:  # Python < 3.13 raises this for a symlink loop; 3.13 raises OSError(ELOOP)
+            raise RunDirError(f"run dir {root}: a symlink loop (a link that points back at itself); "
+                              "point --run-dir at the real directory") from None
+        except OSError as e:
+            raise RunDirError(f"run dir {root}: cannot resolve it ({e.strerror}); "
+                              "point --run-dir at an existing directory") from None
 
     # ---- top-level files
     @property
@@ -344,6 +351,10 @@ class RunDir:
     # ---- validation
     def require(self) -> "RunDir":
         """Fail with one line unless this looks like a run directory."""
+        try:
+            self.root.is_dir()  # a symlink loop under the root surfaces here (ELOOP)
+        except OSError as e:
+            raise RunDirError(f"run dir {self.root}: {e.strerror}; point --run-dir at the real directory") from None
         if not self.root.is_dir():
             raise RunDirError(f"run dir {self.root} does not exist; create one with `selfimprove bootstrap <dataset>`")
         if not self.run_json.is_file():
@@ -407,7 +418,11 @@ class RunDir:
         an flock when its process dies, so a stale lock is simply taken over.
         """
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o644)
+        except (IsADirectoryError, NotADirectoryError, FileExistsError) as e:  # not a regular file
+            raise RunDirError(f"{self.lock_file}: cannot be used as the run dir's lock file ({e.strerror}); it holds "
+                              f"nothing of the run: remove it (`rm -r {self.lock_file}`) and re-run") from None
         try:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
