@@ -235,7 +235,23 @@ def _options(arm: ArmDir, max_steps: int) -> str:
     return f"re-run with --restart (moves prime_out aside to prime_out.failed-<time>, trains from step 0) or {resume}"
 
 
+def launched_output_dir(arm: ArmDir, rec: JobRecord) -> Path | None:
+    """The engine output dir the job was launched with, when it is not this arm's prime_out: the run dir
+    was moved (or copied) while the job ran, so the job went on writing under the old path."""
+    for arg in rec.cmd:
+        path = Path(arg.split("=", 1)[-1])
+        if path.is_absolute() and path.name == arm.prime_out.name and path.parent.name == arm.dir.name:
+            return path if path != arm.prime_out else None
+    return None
+
+
 def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
+    old = launched_output_dir(arm, rec)
+    if old is not None:
+        there = "it holds" if old.is_dir() else "it no longer exists, so it cannot hold"
+        return (f"{arm.name}: the run dir was moved while this job ran: the job wrote to {old} ({there} its output), "
+                f"not to {arm.prime_out}; move {old} to {arm.prime_out} (replacing it) and re-run the same command "
+                "to pick up its final eval, or re-run with --restart to train this arm again")
     ck, ro = on_disk(arm)
     rc = _exit_code(arm, rec)
     rows = LineCounter(Path(rec.expect.eval_file)).count()

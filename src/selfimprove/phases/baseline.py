@@ -38,7 +38,7 @@ from ..stack.dialects import dialect_for
 from ..stats import wilson_interval
 from ..student_limits import check_env_text, check_token_budget, model_context
 from ..ui import console
-from .bootstrap import check_init_from
+from .bootstrap import check_init_from, init_from_source
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
 from .signal import NEAR_ZERO_GROUP_SD, NO_SIGNAL_VERDICT, learning_signal, not_a_result
@@ -261,16 +261,18 @@ def _link(target: Path, link: Path) -> None:
 
 
 def _prior_metrics(src: Path, step: int) -> dict:
-    """The prior run's metrics.json entry for its final step (else its last entry with eval_acc)."""
-    path = src / "metrics.json"
+    """The prior run's metrics.json entry for its final step (else its last entry with eval_acc); in a
+    selfimprove run's metrics.json, the entry of the reused arm."""
+    _dir, path, key = init_from_source(src)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         raise UsageError(f"--init-from {src}: cannot read {path} ({getattr(e, 'msg', e)})") from None
     entries = [e for e in (data.get("iters") if isinstance(data, dict) else None) or []
-               if isinstance(e, dict) and isinstance(e.get("eval_acc"), (int, float))]
+               if isinstance(e, dict) and isinstance(e.get("eval_acc"), (int, float))
+               and (key is None or e.get("arm") == key)]
     if not entries:
-        raise UsageError(f"--init-from {src}: {path} has no iters[] entry with a numeric eval_acc")
+        raise UsageError(f"--init-from {src}: {path} has no iters[] entry{f' of {key}' if key else ''} with a numeric eval_acc")
     at_step = [e for e in entries if step in (e.get("final_step"), e.get("step"))]
     return (at_step or entries)[-1]
 

@@ -9,6 +9,7 @@ kill leaves no half-made run behind.
 from __future__ import annotations
 
 import difflib
+import errno
 import json
 import os
 import platform
@@ -147,12 +148,28 @@ def check_batch(batch_size: int, rollouts_per_example: int, allow_small: bool) -
         )
 
 
+def init_from_source(root: Path) -> tuple[Path, Path, str | None]:
+    """(the dir holding prime_out/, its metrics.json, the arm key of its record there or None) of an --init-from path.
+
+    Accepted: a prior training run dir (the seed's layout: prime_out/, run.json, metrics.json); a
+    selfimprove run dir, which gives its iter_0 (the checkpoint every arm of that run started from, as
+    the advice of a closed run says); or one arm dir of a selfimprove run (<run dir>/iter_0)."""
+    if (root / "prime_out").is_dir() and (root / "run.json").is_file():
+        return root, root / "metrics.json", None
+    if (root / "iter_0" / "prime_out").is_dir() and (root / "run.json").is_file():
+        return root / "iter_0", root / "metrics.json", "iter_0"
+    if (root / "prime_out").is_dir() and (root.parent / "run.json").is_file():
+        return root, root.parent / "metrics.json", root.name
+    return root, root / "metrics.json", None
+
+
 def init_from_artefacts(init_from: Path, step: int) -> list[Path]:
     """The seed's Phase 2A list of what a reusable prior run must contain."""
-    po = init_from / "prime_out"
+    src, metrics, _key = init_from_source(init_from)
+    po = src / "prime_out"
     return [
-        init_from / "run.json",
-        init_from / "metrics.json",
+        metrics.parent / "run.json",
+        metrics,
         po / "weights" / f"step_{step}" / "model.safetensors",
         po / "weights" / f"step_{step}" / "config.json",
         po / "weights" / f"step_{step}" / "tokenizer.json",
@@ -163,15 +180,16 @@ def init_from_artefacts(init_from: Path, step: int) -> list[Path]:
 
 
 def check_init_from(path: str) -> int:
-    """Validate an --init-from run dir; return its final step F (max step_N in prime_out/weights)."""
+    """Validate an --init-from path (see init_from_source); return its final step F (max step_N in prime_out/weights)."""
     root = Path(path).expanduser()
     if not root.is_absolute():
         raise UsageError(f"--init-from {path}: must be an absolute path to a prior training run dir")
     if not root.is_dir():
         raise UsageError(f"--init-from {path}: directory not found")
-    steps = sorted_steps(root / "prime_out" / "weights")
+    src = init_from_source(root)[0]
+    steps = sorted_steps(src / "prime_out" / "weights")
     if not steps:
-        raise UsageError(f"--init-from {path}: missing {root / 'prime_out' / 'weights'}/step_<F>/ (no weights saved)")
+        raise UsageError(f"--init-from {path}: missing {src / 'prime_out' / 'weights'}/step_<F>/ (no weights saved)")
     final = steps[-1]
     for artefact in init_from_artefacts(root, final):
         if not artefact.exists():
@@ -286,7 +304,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     init_from = None
     if opts.init_from:
         check_init_from(opts.init_from)
-        init_from = str(Path(opts.init_from).expanduser())
+        init_from = str(init_from_source(Path(opts.init_from).expanduser())[0])  # a selfimprove run dir: its iter_0/
     env_path = None
     if opts.env_path:
         p = Path(opts.env_path).expanduser().resolve()
@@ -358,7 +376,12 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         write_model(staging / "metrics.json", Metrics())
         (staging / "scratchpad.md").write_text(scratchpad_header(cfg, final), encoding="utf-8")
         fault_point("bootstrap")
-        os.rename(staging, final)
+        try:
+            os.rename(staging, final)
+        except OSError as e:  # another bootstrap of this dataset made the same name since the check above
+            if e.errno not in (errno.EEXIST, errno.ENOTEMPTY):
+                raise
+            raise UsageError(f"run dir {final} already exists; wait a second and retry") from None
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise

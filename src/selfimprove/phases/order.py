@@ -5,7 +5,8 @@
     iterate      iter_0 is done (baseline); the run is not closed
     compare      iter_0 is done; Phase 3 is over (run.json status is no longer "running")
     finalize     iter_0 is done, unless the run was aborted (finalize then records why it ended);
-                 the run is not closed (a closed run has its summary: nothing to do)
+                 the run is not closed (a closed run has its summary: nothing to do), unless
+                 Phase 4 arms are missing (then finalize reopens it with a partial summary)
 
 "Closed" means finalize has completed the run (run.json end_ts is set, status
 "finalized"). A closed run refuses every phase that trains or rewrites Phase 1-3
@@ -23,6 +24,7 @@ from typing import Literal
 
 from ..errors import PhaseOrderError
 from ..rundir import RunDir
+from .status import missing_phase4_arms
 
 Phase = Literal["introspect", "baseline", "iterate", "compare", "finalize"]
 
@@ -35,6 +37,12 @@ def baseline_done(rd: RunDir) -> bool:
     return rd.iter(0).eval_summary.is_file() or rd.read_metrics().get("iter_0") is not None
 
 
+def _phase4_missing(rd: RunDir, cfg) -> bool:
+    """A closed run lacks Phase 4 arms (compare --seeds N stopped before it reopened the run): finalize
+    then has work, the partial summary that reopens the run (exit 6), so it is not refused."""
+    return bool(missing_phase4_arms(rd, cfg))
+
+
 def require_phase_order(rd: RunDir, phase: Phase) -> None:
     """Raise PhaseOrderError (exit 5) when `phase` may not run on this run dir now."""
     cfg = rd.read_run()
@@ -45,7 +53,7 @@ def require_phase_order(rd: RunDir, phase: Phase) -> None:
             f"finished run; start a new run with `selfimprove bootstrap {cfg.dataset} --init-from {root}` to reuse "
             f"its best checkpoint as iter_0 (or without --init-from to start afresh)"
         )
-    if phase == "finalize" and cfg.end_ts is not None:
+    if phase == "finalize" and cfg.end_ts is not None and not _phase4_missing(rd, cfg):
         raise PhaseOrderError(
             f"{rd.run_json}: the run is already finalized (it ended: {cfg.ended_as()}); nothing changed; its summary "
             f"is the '## Final summary' of {rd.scratchpad} (more training seeds: `selfimprove compare --run-dir "
