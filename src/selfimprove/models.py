@@ -144,6 +144,11 @@ class RunConfig(FileModel):
         """How the run ended, whether or not finalize has closed it: its status, or end_reason once finalized."""
         return (self.end_reason or "completed") if self.status == "finalized" else self.status
 
+    def finalized(self) -> bool:
+        """finalize has closed the run. An aborted run has end_ts (introspect sets it) but no summary yet;
+        a run closed by an older selfimprove kept its end reason as status, with end_ts set."""
+        return self.status == "finalized" or (self.end_ts is not None and self.status != "aborted")
+
     def reopen(self) -> None:
         """Undo finalize's close (end_ts, status "finalized"): the run has Phase 4 work again
         (compare --seeds N after finalize, or an arm found missing); the next finalize closes it."""

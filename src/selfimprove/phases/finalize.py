@@ -325,7 +325,7 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
         cfg = rd.read_run()
         missing = missing_phase4_arms(rd, cfg)
         if missing:  # the run stays open (no end_ts, its end reason as status) until the arms are recovered
-            if cfg.end_ts is not None or cfg.status == "finalized":  # closed by an older selfimprove
+            if cfg.finalized() or cfg.total_duration_s is not None:  # closed before compare added arms
                 cfg.reopen()
                 rd.write_run(cfg)
         fault_point("finalize")
@@ -341,7 +341,7 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
             if cfg.status == "running":
                 cfg.status, cfg.reason = "completed", cfg.reason or "finalized"
             cfg.end_reason, cfg.status = cfg.ended_as(), "finalized"
-            cfg.end_ts = time.time()
+            cfg.end_ts = cfg.end_ts or time.time()  # an abort's end (introspect records it) stays
             cfg.total_duration_s = round(cfg.end_ts - cfg.start_ts, 1)
             rd.write_run(cfg)
         notes, plotted = [], None

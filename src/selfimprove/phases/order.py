@@ -53,7 +53,7 @@ def require_phase_order(rd: RunDir, phase: Phase) -> None:
             f"finished run; start a new run with `selfimprove bootstrap {cfg.dataset} --init-from {root}` to reuse "
             f"its best checkpoint as iter_0 (or without --init-from to start afresh)"
         )
-    if phase == "finalize" and cfg.end_ts is not None and not _phase4_missing(rd, cfg):
+    if phase == "finalize" and cfg.finalized() and not _phase4_missing(rd, cfg):
         raise PhaseOrderError(
             f"{rd.run_json}: the run is already finalized (it ended: {cfg.ended_as()}); nothing changed; its summary "
             f"is the '## Final summary' of {rd.scratchpad} (more training seeds: `selfimprove compare --run-dir "

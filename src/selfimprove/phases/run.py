@@ -67,8 +67,8 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
     check_seeds(seeds)
     check_parallel(parallel)
     cfg = rd.read_run()
-    if cfg.end_ts is not None:  # finalized before: only more seeds give it work (else finalize: exit 5, nothing changed)
-        if seeds is not None and seeds != cfg.seeds:
+    if cfg.end_ts is not None:  # finalized (only more seeds give it work, else finalize: exit 5) or aborted
+        if seeds is not None and seeds != cfg.seeds and cfg.finalized():
             _timed(rd, "compare", lambda: compare(rd, control=control, seeds=seeds, quiet=quiet, parallel=parallel), timings)
         return {**_timed(rd, "finalize", lambda: finalize(rd), timings), "timings_s": timings}
     record_seeds(rd, seeds)

@@ -32,7 +32,7 @@ def next_step(rd: RunDir) -> tuple[str, str]:
         return "compare", missing[0]["fix"]
     if missing and rd.best_iter_json.exists():  # compare started (or added seeds) and stopped before the end
         return "compare", missing[0]["fix"]
-    if cfg.end_ts is not None:
+    if cfg.finalized():
         return "finalize", "nothing: the run is finished"
     if cfg.ended_as() == "aborted":
         return "aborted", f"selfimprove finalize --run-dir {root}"
