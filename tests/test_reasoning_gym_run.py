@@ -41,7 +41,7 @@ def test_loop_reaches_finalize_on_reasoning_gym(rgym_run) -> None:
     run_dir, _out, elapsed = rgym_run
     print(f"rgym loop: {elapsed:.0f} s")
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["status"] == "max_iters_reached" and run["end_ts"] and run["phase4_errors"] == []
+    assert (run["status"], run["end_reason"]) == ("finalized", "max_iters_reached") and run["end_ts"] and run["phase4_errors"] == []
     arms = [r["arm"] for r in json.loads((run_dir / "metrics.json").read_text())["iters"]]
     assert arms[:2] == ["iter_0", "iter_1"] and "run_a" in arms
     assert "## Final summary" in (run_dir / "scratchpad.md").read_text()

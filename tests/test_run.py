@@ -57,7 +57,7 @@ def test_run_end_to_end(finished_run: Path) -> None:
     metrics = json.loads((finished_run / "metrics.json").read_text())
     assert [r["arm"] for r in metrics["iters"]] == ARMS
     run = json.loads((finished_run / "run.json").read_text())
-    assert run["status"] == "max_iters_reached" and run["end_ts"] and run["phase4_errors"] == []
+    assert (run["status"], run["end_reason"]) == ("finalized", "max_iters_reached") and run["end_ts"] and run["phase4_errors"] == []
     for name in ("hub_env.json", "best_iter.json", "eval_acc.png", "iter_1/gen_dataset.py", "iter_1/gate_report.json",
                  "iter_1/record.json", "run_c_real_from_iter0/eval_summary.json"):
         assert (finished_run / name).is_file(), name

@@ -38,7 +38,7 @@ def v1_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_v1_run_finishes_with_the_summary(v1_run: Path) -> None:
     run = json.loads((v1_run / "run.json").read_text())
-    assert run["stack"] == "v1" and run["status"] == "max_iters_reached" and run["phase4_errors"] == []
+    assert run["stack"] == "v1" and (run["status"], run["end_reason"]) == ("finalized", "max_iters_reached") and run["phase4_errors"] == []
     assert [r["arm"] for r in json.loads((v1_run / "metrics.json").read_text())["iters"]] == ARMS
     assert "## Final summary" in (v1_run / "scratchpad.md").read_text()
     hub = json.loads((v1_run / "hub_env.json").read_text())

@@ -38,7 +38,7 @@ def run_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_taskset_only_run_finishes(run_dir: Path) -> None:
     run = json.loads((run_dir / "run.json").read_text())
-    assert run["stack"] == "v1" and run["status"] == "max_iters_reached" and run["phase4_errors"] == []
+    assert run["stack"] == "v1" and (run["status"], run["end_reason"]) == ("finalized", "max_iters_reached") and run["phase4_errors"] == []
     assert "## Final summary" in (run_dir / "scratchpad.md").read_text()
     hub = json.loads((run_dir / "hub_env.json").read_text())
     assert (hub["api"], hub["env_class"], hub["rubric_class"]) == ("verifiers.v1", "ArithOnlyTaskset", "ArithOnlyTask")

@@ -92,7 +92,7 @@ def test_skill_commands_reach_finalize(tmp_path: Path) -> None:
             fresh = proc.returncode == 3 and "teacher: fill" in proc.stderr
             teacher(make_context(rd, n, None if fresh else proc.stderr))
     cfg = rd.read_run()
-    assert cfg.status == "max_iters_reached" and cfg.end_ts is not None  # finalize closed the run
+    assert (cfg.status, cfg.end_reason) == ("finalized", "max_iters_reached") and cfg.end_ts is not None  # finalize closed the run
     assert [r.arm for r in rd.read_metrics().iters] == ["iter_0", "iter_1", "run_a", "run_b", "run_c"]
     assert (rd.iter(1).dir / "gen_dataset.py").is_file() and "## Final summary" in rd.scratchpad.read_text()
     assert json.loads((rd.root / "best_iter.json").read_text())["best_iter"] == 1
