@@ -87,7 +87,7 @@ def command(
         return
     out.print(summary_renderable(result))
     timings = ", ".join(f"{k} {v:.0f}s" for k, v in result["timings_s"].items())
-    out.print(f"run dir: {result['run_dir']} | status {result['status']} ({result['reason']}) | {timings}", markup=False)
+    out.print(f"run dir: {result['run_dir']} | status {result['status']} (ended: {result['end_reason']}; {result['reason']}) | {timings}", markup=False)
     if line := recommendation_line(result):
         out.print(line, markup=False)
     if incomplete:  # a dead Phase 4 arm: the summary above is partial (exit 6)
