@@ -18,6 +18,8 @@ import pytest
 import tomli_w
 
 from selfimprove.errors import ConfigError
+from selfimprove.phases.status import run_status
+from test_baseline import hub_env
 from selfimprove.gates.dedup import check_eval_overlap, find_eval_overlap
 from selfimprove.models import HubEnv
 from selfimprove.phases.finalize import build_table
@@ -158,6 +160,7 @@ def test_over_long_canonical_config_fails_baseline_in_one_line_naming_the_key(ne
     path = tmp_path / "rl.toml"
     path.write_text(tomli_w.dumps(canonical))
     run_dir = new_run("selfimprove-arith", "--config", str(path))
+    hub_env(run_dir)  # introspect's output: baseline needs it first (exit 5 otherwise)
     res = cli("baseline", "--run-dir", run_dir)
     assert res.exit_code == 1
     errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
@@ -226,6 +229,7 @@ def test_zero_signal_env_ends_in_the_verdict_not_a_table(new_run, cli, monkeypat
     monkeypatch.setenv("FAKE_RL_ACC", "0")
     run_dir = new_run("selfimprove-arith", "--steps-per-run", "4", "--batch-size", "32", "--rollouts-per-example",
                       "4", "--allow-small-batch", "--eval-examples", "20")
+    hub_env(run_dir)
     res = cli("baseline", "--run-dir", run_dir)
     assert res.exit_code == 4, res.stderr
     assert NO_SIGNAL_VERDICT in res.stderr and "--allow-no-signal" in res.stderr
@@ -234,10 +238,15 @@ def test_zero_signal_env_ends_in_the_verdict_not_a_table(new_run, cli, monkeypat
     assert signal["has_signal"] is False and signal["train_groups_with_spread"] == 0 and signal["train_groups"] > 0
     res = cli("iterate", "--run-dir", run_dir)
     assert res.exit_code == 4 and NO_SIGNAL_VERDICT in res.stderr
+    status = run_status(rd)  # the user's choice next, not iterate
+    assert status["learning_signal"] == "none" and "--allow-no-signal" in status["next"]
+    assert not status["next"].startswith("selfimprove iterate")
 
     res = cli("baseline", "--run-dir", run_dir, "--allow-no-signal")
     assert res.exit_code == 0, res.stderr
     assert rd.read_run().learning_signal["allowed"] is True
+    assert "NOT A RESULT" in res.stdout and "**NOT A RESULT" in rd.scratchpad.read_text()  # the iter_0 entry
+    assert run_status(rd)["not_a_result"].startswith("NOT A RESULT")
     table = build_table(rd)
     assert table["no_signal"].startswith(NO_SIGNAL_VERDICT)
     assert table["recommendation"]["arm"] is None and "no model recommended" in table["recommendation"]["text"]
