@@ -12,6 +12,7 @@ from gate_fixtures import clone, make_rows, report_dict, valid_report
 from selfimprove.gates import WeaknessReport, check_dataset, eval_ngram_index, load_dataset_jsonl
 from selfimprove.gates.dataset import FIELD_MAX_CHARS
 from selfimprove.gates.decontam import drop_eval_overlap
+from selfimprove.gates.report import report_rule_failures
 from selfimprove.phases.iteration_steps import log_tail
 
 REPORT = valid_report()
@@ -96,3 +97,14 @@ def test_a_stop_message_quotes_a_capped_log_tail(tmp_path: Path) -> None:
     tail = log_tail(log)
     assert len(tail) < 3000 and tail.endswith("SystemExit: boom") and "more characters in the log" in tail
     assert log_tail(tmp_path / "missing.log").startswith("(cannot read")
+
+
+def test_a_bucket_label_differing_only_in_normalisation_is_shown_apart() -> None:
+    fm = report_dict()
+    nfc = unicodedata.normalize("NFC", "caf\u00e9 " + fm["domains"][0]["label"])
+    old = fm["domains"][0]["label"]
+    fm["domains"][0]["label"] = nfc
+    fm["buckets"] = [dict(b, domain=unicodedata.normalize("NFD", nfc)) if b["domain"] == old else b for b in fm["buckets"]]
+    failures = report_rule_failures(WeaknessReport.model_validate(fm))
+    unknown = next(f.message for f in failures if f.rule == "bucket_unknown_pair")
+    assert ascii(unicodedata.normalize("NFD", nfc)) in unknown and ascii(nfc) in unknown and "NFC" in unknown
