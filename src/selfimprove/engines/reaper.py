@@ -118,12 +118,10 @@ def main(argv: list[str]) -> int:
         except BaseException as e:  # exec failed: say why where the command's output goes
             os.write(2, f"{cmd[0]}: {e}\n".encode(errors="replace"))
         os._exit(127)
-    while True:
-        try:
-            _pid, status = os.waitpid(pid, 0)
+    while True:  # any child: orphans re-parented to us are reaped as they exit, not left as zombies
+        done, status = os.waitpid(-1, 0)
+        if done == pid:
             break
-        except InterruptedError:
-            continue
     kill_descendants()
     code = os.waitstatus_to_exitcode(status)
     if code < 0:  # the command died of a signal: so do we, so the phase sees the same status
