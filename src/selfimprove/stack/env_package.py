@@ -133,7 +133,7 @@ def installed_provenance(package: str, python: str = sys.executable) -> dict:
     """What is installed under `package` in `python`'s environment: {"found", "module_dir",
     "dataset_sha256" (of the rows a job would load), "provenance"}; {"found": False} if nothing."""
     proc = procs.run_child([python, "-c", _PROVENANCE_SCRIPT, package, PROVENANCE_FILE],
-                          capture_output=True, text=True, timeout=120)
+                           capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return {"found": False, "error": last}

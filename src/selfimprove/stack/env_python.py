@@ -56,7 +56,7 @@ def probe_python(path: str, what: str, fix: str) -> dict:
         raise UsageError(f"{what}: not an executable file; {fix}")
     try:
         proc = procs.run_child([path, "-c", _CHECK], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise UsageError(f"{what}: `python -c 'import verifiers'` took longer than {CHECK_TIMEOUT_S} s; {fix}") from None
     except OSError as e:

@@ -303,7 +303,7 @@ def run_in_env_python(request: dict[str, Any], what: str, python: str | None = N
     env = {**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}
     try:
         proc = procs.run_child([python or sys.executable, "-c", code], input=json.dumps(request), capture_output=True,
-                              text=True, timeout=timeout, env=env)
+                               text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise ConfigError(f"{what} took longer than {timeout:.0f} s") from None
     lines = proc.stdout.strip().splitlines()
