@@ -21,7 +21,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
