@@ -5,7 +5,11 @@ How a point is hit:
 - a CLI kill: SELFIMPROVE_FAULT_AT=<point> makes `selfimprove.faults.fault_point` SIGKILL
   the CLI at that place in the code (no cleanup runs, as with an OOM kill);
 - a job kill: the test SIGKILLs the training job's process group (pgid from <arm>/job.json)
-  as soon as the job has written its first new rollouts step.
+  as soon as the job has written its first new rollouts step;
+- a generator kill: the copy's gen_dataset.py is prefixed with lines that start two children
+  (one in the generator's process group, one in a session of its own), write the three pids to
+  iter_N/gen_pids.txt and wait; the test SIGKILLs the CLI once that file exists and checks that
+  none of the three is left alive.
 
 One undisturbed reference run (fake engine, tests/fakes/fake_rl.py; the loop tests' small
 settings) is built once per module, with a snapshot of the run dir before every step of
@@ -79,11 +83,27 @@ class Point:
     recover: list[list[str]] = field(default_factory=list)  # what the tool says to run after the kill
     first_rc: int = -signal.SIGKILL  # exit status of the killed command
     slow_jobs: bool = False  # jobs end ~2 s late, so the re-run finds the killed CLI's job alive
+    generator_iter: str | None = None  # iter dir whose generator runs (with children) when the test kills the CLI
     known: str | None = None  # cause of a known failure: xfail(strict), flips when fixed
 
     @property
     def what(self) -> str:
         return f"kill -9 of {'the training job of ' + self.job_arm if self.job_arm else 'the CLI'}"
+
+
+# Prefixed to the teacher's generator by a generator kill: it runs on unchanged once the test has killed the CLI
+# (or, in the re-run, after a second: its rows are the reference's).
+GENERATOR_WITH_CHILDREN = """
+import os as _os, subprocess as _sp, sys as _sys, time as _time
+_loop = [_sys.executable, "-c", "import time\\nwhile True: time.sleep(0.2)"]
+_kids = [_sp.Popen(_loop), _sp.Popen(_loop, start_new_session=True)]
+with open("gen_pids.txt.part", "w") as _f:
+    _f.write(" ".join(str(p) for p in [_os.getpid()] + [k.pid for k in _kids]))
+_os.replace("gen_pids.txt.part", "gen_pids.txt")
+_time.sleep(1)
+for _k in _kids:
+    _k.kill()
+"""
 
 
 BASELINE, ITERATE, COMPARE = ["baseline"], ["iterate"], ["compare", "--json"]
@@ -96,6 +116,10 @@ POINTS = [
     Point("baseline between eval_summary.json and its metrics row", "introspect", BASELINE, "baseline",
           fault="eval-recorded:iter_0"),
     Point("between the dataset gate and packaging", "iterate:package", ITERATE, "iterate", fault="gate-to-package"),
+    Point("iterate: CLI killed right after starting the generator", "iterate:generate", ITERATE, "iterate",
+          fault="generator-running"),
+    Point("iterate: CLI killed while the generator and its children run", "iterate:generate", ITERATE, "iterate",
+          generator_iter="iter_1"),
     Point("mid-install (installed, not verified)", "iterate:package", ITERATE, "iterate", fault="install"),
     Point("mid-stage (1 of 4 checkpoint trees staged)", "iterate:stage + train", ITERATE, "iterate", fault="stage"),
     Point("mid-train of iter_1, CLI killed", "iterate:stage + train", ITERATE, "iterate",
@@ -209,6 +233,26 @@ def half_written(run_dir: Path) -> list[str]:
     return bad
 
 
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
+def kill_cli_while_generating(iter_dir: Path, cli: subprocess.Popen, timeout: float = 300) -> list[int]:
+    """SIGKILL the CLI once its generator has started its children; the generator's and children's pids."""
+    pids = iter_dir / "gen_pids.txt"
+    deadline = time.time() + timeout
+    while not pids.is_file():
+        assert cli.poll() is None, f"the CLI ended (rc {cli.returncode}) before {iter_dir.name}'s generator ran"
+        assert time.time() < deadline, f"{iter_dir.name}'s generator never started"
+        time.sleep(0.01)
+    os.kill(cli.pid, signal.SIGKILL)
+    return [int(p) for p in pids.read_text().split()]
+
+
 def kill_job_when_training(arm_dir: Path, cli: subprocess.Popen, timeout: float = 300) -> None:
     """SIGKILL the arm's training job (its whole process group) once it has written a new rollouts step."""
     rollouts = arm_dir / "prime_out" / "run_default" / "rollouts"
@@ -299,13 +343,21 @@ def test_kill_at_point_then_rerun_ends_like_the_undisturbed_run(point: Point, re
     if point.job_arm:
         extra["FAKE_RL_STEP_S"] = "0.3"  # time to see the job train and kill it
     cmd = [sys.executable, "-m", "selfimprove", *point.command, "--run-dir", str(run_dir)]
+    if point.generator_iter:
+        gen = run_dir / point.generator_iter / "gen_dataset.py"
+        gen.write_text(GENERATOR_WITH_CHILDREN + gen.read_text())
 
     armed = fake_env(log, **extra, **({"SELFIMPROVE_FAULT_AT": point.fault} if point.fault else {}))
     cli = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=armed, cwd=REPO)
     if point.job_arm:
         kill_job_when_training(run_dir / point.job_arm, cli)
+    generator_pids = kill_cli_while_generating(run_dir / point.generator_iter, cli) if point.generator_iter else []
     _, err = cli.communicate(timeout=600)
     assert cli.returncode == point.first_rc, f"{point.what}: exit {cli.returncode}, expected {point.first_rc}: {err[-1500:]}"
+    deadline = time.time() + 10  # the generator and all it started die with the CLI, before any re-run
+    while any(_running(p) for p in generator_pids) and time.time() < deadline:
+        time.sleep(0.05)
+    assert [p for p in generator_pids if _running(p)] == [], "generator processes outlived the killed CLI"
 
     env = fake_env(log, **extra)
     for rec in point.recover:

@@ -1,6 +1,8 @@
-"""A teacher's generator dies with the `iterate` that started it, SIGKILL included, and the next `iterate` kills
-whatever it left in its process group before starting a new generator (an LLM agent's looping gen_dataset.py kept
-a core busy for 29 minutes after its shell killed `iterate`)."""
+"""A teacher's generator and everything it starts die with the `iterate` that started it, SIGKILL included; when
+the generator exits or times out nothing it started runs on (a child in its own session once appended to
+dataset.jsonl after the generator had exited); and the next `iterate` never starts a second generator beside
+a live one (an LLM agent's looping gen_dataset.py kept a core busy for 29 minutes after its shell killed
+`iterate`)."""
 
 from __future__ import annotations
 
@@ -15,24 +17,38 @@ from pathlib import Path
 import pytest
 
 from selfimprove.engines import procs
-from selfimprove.errors import TeacherActionNeeded
+from selfimprove.engines.generator import run_generator
+from selfimprove.errors import SelfImproveError, TeacherActionNeeded
 from selfimprove.phases.iterate import iterate
 from selfimprove.rundir import RunDir
 
 from loop_helpers import GENERATOR, write_teacher_files
 
-pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="PR_SET_PDEATHSIG and /proc are Linux's")
+pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="the reaper's prctl calls and /proc are Linux's")
 
-# Writes its own pid, starts a child in its own process group (no new session: PDEATHSIG does not reach it),
-# writes that pid too, then loops forever.
+# Starts a child in its process group and one in a session of its own (out of reach of any group kill and of
+# PR_SET_PDEATHSIG), writes the three pids, then loops forever.
 LOOPING = """
 import os, subprocess, sys, time
-child = subprocess.Popen([sys.executable, "-c", "import time\\nwhile True: time.sleep(0.2)"])
+loop = [sys.executable, "-c", "import time\\nwhile True: time.sleep(0.2)"]
+child = subprocess.Popen(loop)
+escaped = subprocess.Popen(loop, start_new_session=True)
 with open("pids.json.tmp", "w") as f:
-    f.write('{"generator": %d, "child": %d}' % (os.getpid(), child.pid))
+    f.write('{"generator": %d, "child": %d, "escaped": %d}' % (os.getpid(), child.pid, escaped.pid))
 os.replace("pids.json.tmp", "pids.json")
 while True:
     time.sleep(0.2)
+"""
+
+# Writes its rows, starts a child in its own session that appends to dataset.jsonl by path once the
+# generator has exited, and exits 0.
+APPENDS_LATER = """
+import os, subprocess, sys
+open("dataset.jsonl", "w").write('{"a": 1}\\n')
+late = subprocess.Popen([sys.executable, "-c", "import time\\ntime.sleep(1)\\nwhile True:\\n"
+                         "    open('dataset.jsonl', 'a').write('late\\\\n')\\n    time.sleep(0.05)"],
+                        start_new_session=True)
+open("late.pid", "w").write(str(late.pid))
 """
 
 
@@ -50,7 +66,60 @@ def _wait(cond, timeout: float = 30.0) -> bool:
     return False
 
 
-def test_generator_dies_with_a_killed_iterate_and_its_orphans_die_at_the_next(run: RunDir) -> None:
+def _looping_group() -> subprocess.Popen:
+    """A process group as a killed iterate's generator left it: a leader in its own session, looping."""
+    return subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.2)"], start_new_session=True)
+
+
+def test_a_child_in_its_own_session_is_killed_when_the_generator_exits(tmp_path: Path) -> None:
+    (tmp_path / "gen_dataset.py").write_text(APPENDS_LATER)
+    assert run_generator(tmp_path, tmp_path / "gen.log", 60, sys.executable) == 0
+    late = int((tmp_path / "late.pid").read_text())
+    assert not _running(late), "a child in its own session outlived the generator"
+    time.sleep(1.5)  # when it would have appended
+    assert (tmp_path / "dataset.jsonl").read_text() == '{"a": 1}\n'
+    assert not (tmp_path / "gen.pid").exists()
+
+
+def test_a_child_in_its_own_session_is_killed_at_the_timeout(tmp_path: Path) -> None:
+    (tmp_path / "gen_dataset.py").write_text(LOOPING)
+    assert run_generator(tmp_path, tmp_path / "gen.log", 3, sys.executable) is None
+    pids = json.loads((tmp_path / "pids.json").read_text())
+    assert [name for name, pid in pids.items() if _running(pid)] == []
+
+
+def test_the_next_iterate_kills_a_left_generator_before_it_starts_its_own(tmp_path: Path, capsys) -> None:
+    left = _looping_group()
+    try:
+        (tmp_path / "gen.pid").write_text(json.dumps(procs.record(left.pid)))
+        # the new generator writes whether the old one still ran when it started
+        (tmp_path / "gen_dataset.py").write_text(
+            f"import os\nalive = os.path.exists('/proc/{left.pid}') and open('/proc/{left.pid}/stat').read().split()[2] != 'Z'\n"
+            f"open('old_alive.txt', 'w').write(str(alive))\n")
+        assert run_generator(tmp_path, tmp_path / "gen.log", 60, sys.executable) == 0
+        assert (tmp_path / "old_alive.txt").read_text() == "False"
+        assert "killed the generator left running" in capsys.readouterr().err
+    finally:
+        left.kill()
+        left.wait()
+
+
+def test_never_a_second_generator_beside_one_that_cannot_be_killed(tmp_path: Path, monkeypatch) -> None:
+    left = _looping_group()
+    try:
+        (tmp_path / "gen.pid").write_text(json.dumps(procs.record(left.pid)))
+        (tmp_path / "gen_dataset.py").write_text("open('started.txt', 'w').write('yes')\n")
+        monkeypatch.setattr(procs, "terminate_group", lambda *a, **k: None)  # a group our signals do not stop
+        with pytest.raises(SelfImproveError, match=rf"gen\.pid: .* still runs .*kill -9 -{left.pid}"):
+            run_generator(tmp_path, tmp_path / "gen.log", 60, sys.executable)
+        assert not (tmp_path / "started.txt").exists(), "a second generator started beside the live one"
+        assert json.loads((tmp_path / "gen.pid").read_text())["pid"] == left.pid  # still recorded for the next try
+    finally:
+        left.kill()
+        left.wait()
+
+
+def test_generator_and_all_it_started_die_with_a_killed_iterate(run: RunDir) -> None:
     with pytest.raises(TeacherActionNeeded):
         iterate(run, quiet=True)
     it = run.iter(1).dir
@@ -61,20 +130,16 @@ def test_generator_dies_with_a_killed_iterate_and_its_orphans_die_at_the_next(ru
     try:
         assert _wait(lambda: (it / "pids.json").is_file()), "the generator never started"
         pids = json.loads((it / "pids.json").read_text())
-        assert json.loads((it / "gen.pid").read_text())["pid"] == pids["generator"]
         os.kill(cli.pid, signal.SIGKILL)
         cli.wait()
-        assert _wait(lambda: not _running(pids["generator"]), 10), "the generator outlived the killed iterate"
-        assert _running(pids["child"])  # in the generator's group, not its direct child: left for the next run
+        assert _wait(lambda: not any(_running(p) for p in pids.values()), 10), \
+            f"outlived the killed iterate: {[n for n, p in pids.items() if _running(p)]}"
     finally:
         if cli.poll() is None:
             cli.kill()
 
     (it / "gen_dataset.py").write_text(GENERATOR.format(break_rules=[]))  # the teacher fixes its generator
-    (it / "pids.json").unlink()
     proc = subprocess.run([sys.executable, "-m", "selfimprove", "iterate", "--run-dir", str(run.root), "--once"],
                           capture_output=True, text=True, env=os.environ.copy(), timeout=600)
-    assert not _running(pids["child"]), "the next iterate left the orphan running"
-    assert "killed the generator left running" in proc.stderr
     assert proc.returncode == 0, proc.stderr
     assert not (it / "gen.pid").exists()

@@ -1,17 +1,17 @@
-"""Running a teacher's generator: its own process group, a capped log, a timeout, and no orphans.
+"""Running a teacher's generator: under the reaper (engines/reaper.py), a capped log, a timeout, and no orphans.
 
 Unlike the detached training job, a generator must not outlive the `iterate` that started it."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import threading
 from pathlib import Path
 
+from ..errors import SelfImproveError
+from ..faults import fault_point
 from ..rundir import atomic_write_json, read_json_object
 from . import procs
 
@@ -35,36 +35,36 @@ def _copy_capped(src, log_path: Path, cap: int) -> None:
 
 def run_generator(iter_dir: Path, log: Path, timeout: float, python: str) -> int | None:
     """Run gen_dataset.py with `python` (the env interpreter: it imports verifiers and reads the hub
-    env there) in its own process group; return its exit code, or None after a timeout, when the
-    whole group (the generator and any children it started) is killed.
+    env there) under engines/reaper.py; return its exit code, or None after a timeout.
 
-    The generator dies with this process (PR_SET_PDEATHSIG), SIGKILL included, so a killed `iterate`
-    leaves no generator looping beside the training; its children in the group are killed by the next
-    `iterate`, which finds them by gen.pid (pid, pgid, start time) before it starts a new generator."""
+    When this returns or raises (timeout, Ctrl-C), nothing the generator started is still running, even a
+    child it put in its own session (the reaper is a child subreaper and kills every descendant). The
+    generator and its reaper die with this process, SIGKILL included. gen.pid records the reaper's group;
+    the next `iterate` kills what is left of it (a SIGKILLed reaper) and refuses to start a second
+    generator while the first one still runs."""
     pid_file = iter_dir / "gen.pid"
-    if procs.kill_recorded(read_json_object(pid_file)):  # an earlier iterate was killed while its generator ran
+    left = read_json_object(pid_file)
+    if procs.kill_recorded(left):  # an earlier iterate was killed while its generator ran
         print(f"{iter_dir.name}: killed the generator left running by an earlier, killed `iterate`", file=sys.stderr)
-    proc = subprocess.Popen([python, "gen_dataset.py"], cwd=iter_dir, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-                            preexec_fn=procs.die_with_parent(), env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    if procs.recorded_alive(left):
+        raise SelfImproveError(f"{pid_file}: the generator an earlier `iterate` started (process group {left['pgid']}) "
+                               f"still runs and could not be killed; stop it (kill -9 -{left['pgid']}) and re-run iterate")
+    proc = procs.spawn_reaped([python, "gen_dataset.py"], cwd=iter_dir, stdout=subprocess.PIPE,
+                              stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
     atomic_write_json(pid_file, procs.record(proc.pid))
+    fault_point("generator-running")
     copier = threading.Thread(target=_copy_capped, args=(proc.stdout, log, GEN_LOG_CAP_BYTES), daemon=True)
     copier.start()
     try:
         rc: int | None = proc.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
         rc = None
-    except BaseException:  # Ctrl-C or a kill of this CLI: take the generator's group down too
-        _kill_group(proc)
+    except BaseException:  # Ctrl-C or a kill of this CLI: take the generator and all it started down too
+        procs.stop_reaped(proc)
         pid_file.unlink(missing_ok=True)
         raise
-    _kill_group(proc)  # also after a normal exit: children left running in the background
+    procs.stop_reaped(proc)  # after a timeout; after an exit, a no-op: the reaper has killed what was left
     pid_file.unlink(missing_ok=True)
     copier.join(timeout=10)
     return rc
-
-
-def _kill_group(proc: subprocess.Popen) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait()

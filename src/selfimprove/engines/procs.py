@@ -1,5 +1,9 @@
 """Process signals for the job runner: is a detached job still alive? And children that must not outlive us.
 
+Every subprocess a phase starts, except the detached training job, goes through `spawn_reaped` (or
+`run_child`, its `subprocess.run`): it runs under engines/reaper.py, in its own session, dies with the
+phase (SIGKILL of the phase included), and when it exits or is stopped nothing it started is left running.
+
 A job is identified by (pid, pgid, start time). `pid` alone is not enough: after
 the job dies the kernel may hand the same number to an unrelated process, and a
 child that exited but was not yet reaped stays visible as a zombie. So a job is
@@ -16,8 +20,10 @@ recycling check: documented, accepted).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -106,42 +112,98 @@ def terminate_group(pgid: int, pid: int, grace_s: float = 10.0) -> None:
             time.sleep(0.1)
 
 
-PR_SET_PDEATHSIG = 1  # linux/prctl.h
-
-
-def die_with_parent():
-    """A `preexec_fn` for a child that must not outlive this process (a teacher's generator, unlike the
-    detached training job): on Linux the kernel SIGKILLs it when we die, SIGKILL of us included
-    (prctl PR_SET_PDEATHSIG). Elsewhere None: the next run's orphan check (`kill_recorded`) still applies.
-    libc is loaded here, in the parent: the child between fork and exec runs only the returned closure."""
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def arm() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-        if os.getppid() != parent:  # the parent died before the line above: nobody will signal us
-            os._exit(1)
-
-    return arm
-
-
 def record(pid: int) -> dict:
     """What identifies a child started in its own session (pgid = pid) across our own death: pid, start time."""
     return {"pid": pid, "pgid": pid, "start": start_time(pid)}
 
 
+def _recorded(rec: dict | None) -> tuple[int, int, int | None] | None:
+    if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int) or not isinstance(rec.get("pgid"), int):
+        return None
+    return rec["pid"], rec["pgid"], rec.get("start") if isinstance(rec.get("start"), int) else None
+
+
+def recorded_alive(rec: dict | None) -> bool:
+    """True while anything of the process group a `record` names still runs."""
+    ids = _recorded(rec)
+    return ids is not None and alive(*ids)
+
+
 def kill_recorded(rec: dict | None) -> bool:
     """Kill the process group a `record` names if any of it still runs (an orphan of a killed parent);
-    True if something was killed."""
-    if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int) or not isinstance(rec.get("pgid"), int):
-        return False
-    start = rec.get("start") if isinstance(rec.get("start"), int) else None
-    if not alive(rec["pid"], rec["pgid"], start):
+    True if something ran and now nothing does."""
+    if not recorded_alive(rec):
         return False
     terminate_group(rec["pgid"], rec["pid"], grace_s=2.0)
-    return True
+    return not recorded_alive(rec)
+
+
+REAPER = Path(__file__).with_name("reaper.py")
+STOP_GRACE_S = 15.0  # the reaper's own kill rounds take at most 10 s (reaper.KILL_DEADLINE_S)
+
+
+def _reaper_available() -> bool:
+    return sys.platform.startswith("linux") and _PROC.is_dir()
+
+
+def spawn_reaped(cmd: list[str], **popen_kw) -> subprocess.Popen:
+    """Popen `cmd` under engines/reaper.py in a new session (pgid = the returned pid): the command dies with
+    this process, and no descendant of it outlives the command's exit (see reaper.py). Raises
+    FileNotFoundError for a missing executable, as Popen does. Elsewhere than Linux: a plain new session."""
+    if shutil.which(cmd[0], path=(popen_kw.get("env") or os.environ).get("PATH")) is None:
+        raise FileNotFoundError(2, "No such file or directory", cmd[0])
+    if _reaper_available():
+        # -I -S: the reaper imports the standard library only, whatever the caller's PYTHONPATH holds
+        cmd = [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *cmd]
+    return subprocess.Popen(cmd, start_new_session=True, **popen_kw)
+
+
+def _exited_unreaped(pid: int) -> bool:
+    """True once our child `pid` has exited, without reaping it (its pid, hence its group id, stays ours)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+def stop_reaped(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
+    """Stop a `spawn_reaped` command and everything it started: SIGTERM to the reaper (it kills every
+    descendant and exits), SIGKILL to its whole group if it has not exited within `grace_s`; then reap it."""
+    if proc.returncode is None and not _exited_unreaped(proc.pid):
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and not _exited_unreaped(proc.pid):
+            time.sleep(0.02)
+    if proc.returncode is None:
+        try:  # before reaping: until then no other process can get this group id
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    proc.wait()
+
+
+def run_child(cmd: list[str], *, input: str | bytes | None = None, timeout: float | None = None,
+              capture_output: bool = False, text: bool = False, check: bool = False,
+              **popen_kw) -> subprocess.CompletedProcess:
+    """`subprocess.run` for a phase's subprocesses (installs, probes, helpers): same arguments, results and
+    exceptions, but the command runs under `spawn_reaped`, and on a timeout, Ctrl-C or any other exception
+    it is stopped with all it started (subprocess.run kills the direct child only)."""
+    if capture_output:
+        popen_kw.update(stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if input is not None:
+        popen_kw["stdin"] = subprocess.PIPE
+    elif "stdin" not in popen_kw:
+        popen_kw["stdin"] = subprocess.DEVNULL  # a phase's subprocess never reads the user's terminal
+    proc = spawn_reaped(cmd, text=text, **popen_kw)
+    try:
+        stdout, stderr = proc.communicate(input, timeout=timeout)
+    except BaseException:  # TimeoutExpired, KeyboardInterrupt, ...: nothing of it may go on running
+        stop_reaped(proc)
+        raise
+    result = subprocess.CompletedProcess(cmd, proc.returncode, stdout, stderr)
+    if check:
+        result.check_returncode()
+    return result

@@ -8,12 +8,25 @@ rows), which is what makes a report safe to show the teacher.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
 # How many row indices a one-line summary shows before eliding the rest.
 SUMMARY_MAX_ROWS = 8
+
+
+def label_repr(label: str, known: Iterable[str]) -> str:
+    """repr(label), with its code points spelled out when it equals a `known` label only after Unicode NFC
+    normalisation (an NFD 'café' and an NFC 'café' print identically, and a message naming both would
+    show two equal-looking labels)."""
+    nfc = unicodedata.normalize("NFC", label)
+    twin = next((k for k in known if k != label and unicodedata.normalize("NFC", k) == nfc), None)
+    if twin is None:
+        return repr(label)
+    return (f"{label!r} (written {ascii(label)}, the report's is {ascii(twin)}: the same text in another "
+            f"Unicode normal form; write labels in NFC, e.g. unicodedata.normalize('NFC', label))")
 
 
 class GateFailure(BaseModel):

@@ -24,7 +24,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from .common import SUMMARY_MAX_ROWS, GateFailure, GateReport, share
+from .common import SUMMARY_MAX_ROWS, GateFailure, GateReport, label_repr, share
 from .report import WeaknessReport
 
 GATE = "dataset"
@@ -34,6 +34,58 @@ DIFFICULTIES = ("easy", "med", "hard")
 # Seed schema: info.source is "teacher-invented" or "skeleton:train_step_<S>_idx_<I>".
 SOURCE_RE = re.compile(r"^(teacher-invented|skeleton:train_step_\d+_idx_\d+)$")
 INFO_STR_FIELDS = ("domain", "sub_domain", "source", "reasoning")
+# A text field longer than this is refused: 16,000 characters is about 4,000 tokens, past the context of
+# every student the tool trains (a question that long is never answered; the engine refused a 1 MB one only
+# after packaging). Real rows are far shorter: the arith fixtures' longest field is ~200 characters.
+FIELD_MAX_CHARS = 16_000
+# C0 control characters other than tab, newline and carriage return: the engine refuses a NUL in a prompt,
+# and none of them is text a student should read. (U+0085 and U+2028 are text, and valid in JSONL.)
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def split_jsonl(text: str) -> list[str]:
+    """The lines of a JSONL text: split on "\\n" only, as the env loader (`for line in file`) and JSON Lines
+    do. str.splitlines also splits at U+2028, U+0085, ..., which json.dumps(ensure_ascii=False) leaves
+    inside strings of valid rows."""
+    return text.split("\n")
+
+
+def parse_jsonl_line(line: str) -> tuple[dict | None, tuple[str, str] | None]:
+    """(row, None) for a line holding one JSON object of text, else (None, (problem, detail)); (None, None) for
+    a blank line. Every reader of dataset.jsonl uses this, so a row is the same row in every gate."""
+    if not line.strip():
+        return None, None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError as e:
+        return None, ("not JSON", f"{e.msg} at column {e.colno}")
+    except RecursionError:
+        return None, ("not JSON", "nested too deeply to read (thousands of brackets)")
+    if not isinstance(obj, dict):
+        return None, ("not a JSON object", f"got {type(obj).__name__}")
+    bad = _lone_surrogate(obj)
+    if bad is not None:
+        return None, ("not text", f"a string holds the lone surrogate {bad} (an escape like \\ud800 that is no "
+                                  f"character; write real characters)")
+    return obj, None
+
+
+def _lone_surrogate(obj: Any) -> str | None:
+    """The first lone UTF-16 surrogate in any string (keys included) of a parsed row, as an escape; else None."""
+    todo = [obj]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, dict):
+            todo.extend(x.keys())
+            todo.extend(x.values())
+        elif isinstance(x, list):
+            todo.extend(x)
+        elif isinstance(x, str):
+            try:
+                x.encode("utf-8")
+            except UnicodeEncodeError as e:
+                return ascii(x[e.start])
+    return None
 
 
 def load_dataset_jsonl(path: Path) -> tuple[list[dict], list[GateFailure]]:
@@ -49,19 +101,13 @@ def load_dataset_jsonl(path: Path) -> tuple[list[dict], list[GateFailure]]:
         return [], [GateFailure(rule="jsonl_file", message=f"{path}: cannot read ({e})")]
     rows: list[dict] = []
     # Bad lines are grouped by problem, like every other rule: one failure each, first lines shown.
-    bad: dict[str, list[tuple[int, str]]] = {"not JSON": [], "not a JSON object": []}
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            bad["not JSON"].append((lineno, f"{e.msg} at column {e.colno}"))
-            continue
-        if not isinstance(obj, dict):
-            bad["not a JSON object"].append((lineno, f"got {type(obj).__name__}"))
-            continue
-        rows.append(obj)
+    bad: dict[str, list[tuple[int, str]]] = {"not JSON": [], "not a JSON object": [], "not text": []}
+    for lineno, line in enumerate(split_jsonl(text), start=1):
+        obj, problem = parse_jsonl_line(line)
+        if problem is not None:
+            bad[problem[0]].append((lineno, problem[1]))
+        elif obj is not None:
+            rows.append(obj)
     return rows, [_grouped_line_failure(problem, lines) for problem, lines in bad.items() if lines]
 
 
@@ -81,12 +127,12 @@ def _row_problems(row: Any) -> list[str]:
     if not isinstance(row, dict):
         return ["row is not an object"]
     problems = []
-    q = row.get("question")
-    if not isinstance(q, str) or not q.strip():
-        problems.append("question missing, not a string or empty")
-    a = row.get("answer")
-    if not isinstance(a, str) or not a.strip():
-        problems.append("answer missing, not a string or empty")
+    for key in ("question", "answer"):
+        v = row.get(key)
+        if not isinstance(v, str) or not v.strip():
+            problems.append(f"{key} missing, not a string or empty")
+        else:
+            problems += _text_problems(key, v)
     info = row.get("info")
     if not isinstance(info, dict):
         return problems + ["info missing or not an object"]
@@ -94,6 +140,8 @@ def _row_problems(row: Any) -> list[str]:
         v = info.get(key)
         if not isinstance(v, str) or not v.strip():
             problems.append(f"info.{key} missing, not a string or empty")
+        else:
+            problems += _text_problems(f"info.{key}", v)
     if info.get("difficulty") not in DIFFICULTIES:
         problems.append("info.difficulty not one of easy|med|hard")
     feats = info.get("structural_features")
@@ -104,6 +152,17 @@ def _row_problems(row: Any) -> list[str]:
     src = info.get("source")
     if isinstance(src, str) and src.strip() and not SOURCE_RE.match(src):
         problems.append("info.source not 'teacher-invented' or 'skeleton:train_step_<S>_idx_<I>'")
+    return problems
+
+
+def _text_problems(field: str, value: str) -> list[str]:
+    """What the engine (or any student) could not take in a text field: control characters, a huge value."""
+    problems = []
+    if _CONTROL_RE.search(value):
+        problems.append(f"{field} holds a control character (NUL or another of U+0000-U+001F besides tab and "
+                        f"newline); remove it")
+    if len(value) > FIELD_MAX_CHARS:
+        problems.append(f"{field} longer than {FIELD_MAX_CHARS} characters (past any student's context); shorten it")
     return problems
 
 
@@ -180,7 +239,8 @@ def check_dataset(rows: list[dict], report: WeaknessReport, dropped_eval_overlap
         if isinstance(key[0], str) and isinstance(key[1], str) and key not in pairs:
             unknown_pairs[key].append(i)
     if unknown_pairs:
-        names = "; ".join(f"({d!r}, {s!r}) x{len(ix)}" for (d, s), ix in unknown_pairs.items())
+        domains, subs = {d for d, _ in pairs}, {s for _, s in pairs}
+        names = "; ".join(f"({label_repr(d, domains)}, {label_repr(s, subs)}) x{len(ix)}" for (d, s), ix in unknown_pairs.items())
         failures.append(GateFailure(rule="unknown_pair", message=f"(domain, sub_domain) pairs not in the weakness report: {names}; fix the report first", rows=sorted(i for ix in unknown_pairs.values() for i in ix)))
 
     defined = report.feature_labels()
@@ -190,7 +250,7 @@ def check_dataset(rows: list[dict], report: WeaknessReport, dropped_eval_overlap
             if isinstance(f, str) and f not in defined:
                 unknown_feats[f].append(i)
     if unknown_feats:
-        names = "; ".join(f"{f!r} x{len(ix)}" for f, ix in unknown_feats.items())
+        names = "; ".join(f"{label_repr(f, defined)} x{len(ix)}" for f, ix in unknown_feats.items())
         failures.append(GateFailure(rule="unknown_feature", message=f"structural features not defined in the report (labels must match verbatim): {names}", rows=sorted({i for ix in unknown_feats.values() for i in ix})))
 
     used = {f for r in rows for f in _feats(r) if isinstance(f, str)}

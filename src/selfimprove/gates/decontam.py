@@ -29,10 +29,10 @@ farther from the evaluated questions", not "find out which rows went".
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from ..rundir import atomic_write_text
+from .dataset import parse_jsonl_line
 from .dedup import find_eval_overlap
 from .ngram_hash import EvalNgramIndex
 
@@ -51,25 +51,17 @@ def drop_eval_overlap(dataset: Path, index: EvalNgramIndex) -> int:
         return 0
     # Rows are numbered as load_dataset_jsonl numbers them (non-blank lines holding a JSON object),
     # so "row i" is the same row here and in every gate.
-    with_ends = text.splitlines(keepends=True)
+    # (parse_jsonl_line: lines that are no row, e.g. a lone surrogate, are the load gate's, never hashed here).
+    lines = text.split("\n")  # split_jsonl, each line given back its "\n" (the last has none)
+    lines = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
     rows: list[dict] = []
     line_of_row: list[int] = []
-    for lineno, line in enumerate(text.splitlines()):
-        row = _json_object(line)
+    for lineno, line in enumerate(lines):
+        row, _problem = parse_jsonl_line(line)
         if row is not None:
             rows.append(row)
             line_of_row.append(lineno)
     dropped_lines = {line_of_row[i] for i in find_eval_overlap(rows, index).rows}
     if dropped_lines:
-        atomic_write_text(dataset, "".join(line for lineno, line in enumerate(with_ends) if lineno not in dropped_lines))
+        atomic_write_text(dataset, "".join(line for lineno, line in enumerate(lines) if lineno not in dropped_lines))
     return len(dropped_lines)
-
-
-def _json_object(line: str) -> dict | None:
-    if not line.strip():
-        return None
-    try:
-        obj = json.loads(line)
-    except json.JSONDecodeError:
-        return None
-    return obj if isinstance(obj, dict) else None

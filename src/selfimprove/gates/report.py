@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..resources import project_file
-from .common import GateFailure, GateReport, share
+from .common import GateFailure, GateReport, label_repr, share
 
 GATE = "report"
 
@@ -238,7 +238,9 @@ def report_rule_failures(report: WeaknessReport) -> list[GateFailure]:
     bucket_keys = [(b.domain, b.sub_domain) for b in report.buckets]
     unknown = [k for k in bucket_keys if k not in pairs]
     if unknown:
-        fail("bucket_unknown_pair", "buckets name pairs the domains do not define: " + "; ".join(f"({d!r}, {s!r})" for d, s in unknown))
+        domains, subs = {d for d, _ in pairs}, {s for _, s in pairs}
+        fail("bucket_unknown_pair", "buckets name pairs the domains do not define: "
+             + "; ".join(f"({label_repr(d, domains)}, {label_repr(s, subs)})" for d, s in unknown))
     missing = sorted(pairs - set(bucket_keys))
     if missing:
         fail("bucket_missing_pair", "pairs without a bucket: " + "; ".join(f"({d!r}, {s!r})" for d, s in missing))

@@ -34,7 +34,6 @@ import io
 import json
 import math
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -42,6 +41,7 @@ import tokenize
 from pathlib import Path
 from typing import Any
 
+from ..engines import procs
 from .common import GateFailure, GateReport
 from .report import REWARD_MAX_TOTAL, REWARD_MAX_WEIGHT, CustomReward
 
@@ -180,19 +180,14 @@ def _run_function(source_path: Path, name: str, calls: list[list[Any]], timeout_
         spec, out = Path(tmp, "spec.json"), Path(tmp, "out.json")
         spec.write_text(json.dumps({"source": str(source_path.resolve()), "name": name, "rows": calls}))
         env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1", PYTHONHASHSEED="0")
-        proc = subprocess.Popen(
-            [python or sys.executable, "-I", "-c", _RUNNER, str(spec), str(out)],
-            cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            start_new_session=True,  # so a timeout kills the teacher code's children too
-        )
-        try:
-            _, stderr = proc.communicate(timeout=timeout_s)
+        try:  # under the reaper: a timeout, or the gate's end, leaves nothing of the teacher's code running
+            proc = procs.run_child([python or sys.executable, "-I", "-c", _RUNNER, str(spec), str(out)],
+                                   cwd=tmp, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.communicate()
             return {"timeout": True}
         if not out.is_file():
-            tail = (stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
+            tail = (proc.stderr or b"").decode("utf-8", "replace").strip().splitlines()[-1:] or [f"exit code {proc.returncode}"]
             return {"import_error": f"runner died: {tail[0][:300]}", "values": [], "errors": []}
         return json.loads(out.read_text())
 

@@ -7,6 +7,7 @@ Every step writes its artefact LAST and records the hashes of its inputs, so
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -113,7 +114,7 @@ def teacher_files_untouched(it: ArmDir) -> bool:
     sk = _read_json(it.dir / "skeletons.json") or {}
     for name in ("weakness_report.md", "gen_dataset.py"):
         p = it.dir / name
-        if not p.exists() or file_sha256(p) == sk.get(name):
+        if not p.is_file() or file_sha256(p) == sk.get(name):
             return True
     return False
 
@@ -151,13 +152,28 @@ def scratchpad_gate(rd: RunDir, n: int) -> GateReport:
 # ---------------------------------------------------------------- 4. generate
 
 
+def _sha256_of_file(path: Path) -> str | None:
+    """sha256 of a regular file; None when `path` is missing or no file (a generator may leave a directory)."""
+    return file_sha256(path) if path.is_file() else None
+
+
 def generated_is_current(it: ArmDir) -> bool:
     rec = _read_json(it.dir / "generate.json")
     ds = it.dir / "dataset.jsonl"
     return bool(
-        rec and ds.is_file() and rec.get("gen_sha256") == file_sha256(it.dir / "gen_dataset.py")
+        rec and ds.is_file() and rec.get("gen_sha256") == _sha256_of_file(it.dir / "gen_dataset.py")
         and rec.get("dataset_sha256") == file_sha256(ds)
     )
+
+
+def _clear_dataset_slot(ds: Path) -> None:
+    """Remove dataset.jsonl before the generator runs: a failing generator must not leave an older dataset
+    behind. The path is the generator's output slot, so a directory a broken generator made there goes too
+    (left, it stopped every later iterate, a fixed generator included)."""
+    if ds.is_dir() and not ds.is_symlink():
+        shutil.rmtree(ds)
+    else:
+        ds.unlink(missing_ok=True)
 
 
 def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = None, quiet: bool = True) -> dict:
@@ -165,18 +181,25 @@ def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = Non
     this one), cwd = iter dir, log gen.log; then drop the rows that overlap the evaluated questions
     (gates/decontam.py: generate.json records how many, never which). No row is ever edited."""
     ds = it.dir / "dataset.jsonl"
-    ds.unlink(missing_ok=True)  # a failing generator must not leave an older dataset behind
+    report = it.dir / "weakness_report.md"
+    _clear_dataset_slot(ds)
     (it.dir / "generate.json").unlink(missing_ok=True)
     log = it.dir / "gen.log"
     started = time.perf_counter()
     returncode = run_generator(it.dir, log, timeout, python or sys.executable)
     if returncode is None:
-        ds.unlink(missing_ok=True)  # whatever the killed generator half-wrote
+        _clear_dataset_slot(ds)  # whatever the killed generator half-wrote
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py: still running after {timeout:.0f} s (killed with its "
                                   f"child processes); make it faster; log: {log}")
     if returncode != 0:
-        tail = "".join(log.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)[-8:])
-        raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited {returncode}; fix the generator (log {log}):\n{tail}")
+        raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited {returncode}; fix the generator (log {log}):\n"
+                                  f"{log_tail(log)}")
+    if not report.is_file():  # the report was there when the generator started (the report gate read it)
+        raise TeacherActionNeeded(f"{report}: gen_dataset.py deleted or moved it; restore the report and make the "
+                                  f"generator write dataset.jsonl only")
+    if ds.is_dir():
+        raise TeacherActionNeeded(f"{ds}: gen_dataset.py made it a directory; it must write one JSONL file there "
+                                  f"(the directory is removed when iterate runs the generator again)")
     if not ds.is_file():
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited 0 but wrote no dataset.jsonl; it must write {ds}")
     generated = count_rows(ds)
@@ -193,6 +216,23 @@ def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = Non
     return rec
 
 
+LOG_TAIL_LINES, LOG_TAIL_LINE_CHARS = 8, 300
+
+
+def log_tail(log: Path) -> str:
+    """The last lines of a log for a stop message: at most 8 lines of at most 300 characters each (a
+    generator that printed a 5 MB line before crashing made a 1 MB message); the log keeps the rest."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, f.seek(0, 2) - 64 * 1024))  # the tail is all we quote: never read a 1 MB log whole
+            text = f.read().decode("utf-8", errors="replace")
+    except OSError as e:
+        return f"(cannot read {log}: {e.strerror})"
+    lines = text.splitlines()[-LOG_TAIL_LINES:]
+    return "\n".join(ln if len(ln) <= LOG_TAIL_LINE_CHARS else f"{ln[:LOG_TAIL_LINE_CHARS]} ... [{len(ln) - LOG_TAIL_LINE_CHARS} "
+                     f"more characters in the log]" for ln in lines)
+
+
 def dataset_rows(it: ArmDir) -> int:
     return count_rows(it.dir / "dataset.jsonl")
 
@@ -202,8 +242,8 @@ def dataset_rows(it: ArmDir) -> int:
 
 def dataset_gate_is_current(it: ArmDir) -> bool:
     rec = _read_json(it.dir / "gate_report.json")
-    return bool(rec and rec.get("passed") and rec.get("dataset_sha256") == file_sha256(it.dir / "dataset.jsonl")
-                and rec.get("report_sha256") == file_sha256(it.dir / "weakness_report.md"))
+    return bool(rec and rec.get("passed") and rec.get("dataset_sha256") == _sha256_of_file(it.dir / "dataset.jsonl")
+                and rec.get("report_sha256") == _sha256_of_file(it.dir / "weakness_report.md"))
 
 
 def prior_rows(rd: RunDir, n: int) -> dict[int, list[dict]]:
@@ -293,7 +333,7 @@ def package_name_for(cfg: RunConfig, suffix: str) -> str:
 def package_is_current(it: ArmDir, name: str | None = None) -> bool:
     """package.json exists, was made from the arm's dataset.jsonl and (when given) under `name`."""
     rec = _read_json(it.dir / "package.json")
-    return bool(rec and rec.get("dataset_sha256") == file_sha256(it.dir / "dataset.jsonl")
+    return bool(rec and rec.get("dataset_sha256") == _sha256_of_file(it.dir / "dataset.jsonl")
                 and (name is None or rec.get("package") == name))
 
 

@@ -23,6 +23,7 @@ import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engines import procs
 from ..errors import ConfigError, UsageError
 
 SEED, V1 = "seed", "v1"
@@ -83,7 +84,7 @@ def _origin(module: str, python: str | None) -> str | None:
             spec = None
         return spec.origin if spec is not None else None
     try:  # the env interpreter (stack/env_python.py): the env may be installed only there
-        proc = subprocess.run([python, "-c", _ORIGIN, module], capture_output=True, text=True, timeout=120)
+        proc = procs.run_child([python, "-c", _ORIGIN, module], capture_output=True, text=True, timeout=120)
     except (subprocess.TimeoutExpired, OSError):
         return None
     lines = proc.stdout.strip().splitlines()

@@ -21,12 +21,12 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import sysconfig
 from pathlib import Path
 from string import Template
 
+from ..engines import procs
 from ..errors import SelfImproveError
 from ..faults import fault_point
 from ..resources import project_file
@@ -131,8 +131,8 @@ print(json.dumps({
 def installed_provenance(package: str, python: str = sys.executable) -> dict:
     """What is installed under `package` in `python`'s environment: {"found", "module_dir",
     "dataset_sha256" (of the rows a job would load), "provenance"}; {"found": False} if nothing."""
-    proc = subprocess.run([python, "-c", _PROVENANCE_SCRIPT, package, PROVENANCE_FILE],
-                          capture_output=True, text=True, timeout=120)
+    proc = procs.run_child([python, "-c", _PROVENANCE_SCRIPT, package, PROVENANCE_FILE],
+                           capture_output=True, text=True, timeout=120)
     if proc.returncode != 0:
         last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
         return {"found": False, "error": last}
@@ -178,7 +178,7 @@ def build_taskset_package(project_dir: Path, package: str, dataset: Path, *, hub
 def site_packages(python: str = sys.executable) -> Path:
     if python == sys.executable:
         return Path(sysconfig.get_paths()["purelib"])
-    out = subprocess.run(
+    out = procs.run_child(
         [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
         capture_output=True, text=True, check=True,
     )
@@ -207,7 +207,7 @@ def install_package(project_dir: Path, python: str = sys.executable, log: Path |
         cmd = [uv, "pip", "install", "--python", python, "--no-deps", "--reinstall", str(project_dir)]
     else:
         cmd = [python, "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--force-reinstall", "-q", str(project_dir)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = procs.run_child(cmd, capture_output=True, text=True)
     if log is not None:
         with open(log, "a", encoding="utf-8") as f:
             f.write(f"$ {' '.join(cmd)}\n{proc.stdout}{proc.stderr}\n")
@@ -245,7 +245,7 @@ VERIFY_SCRIPTS = {"verifiers.classic": _VERIFY_SCRIPT, "verifiers.v1": _VERIFY_T
 
 def verify_rows(package: str, python: str = sys.executable, api: str = "verifiers.classic") -> dict:
     """Load the installed env (or v1 taskset) in a fresh interpreter; return its row count and module path."""
-    proc = subprocess.run(
+    proc = procs.run_child(
         [python, "-c", VERIFY_SCRIPTS[api], package], capture_output=True, text=True, timeout=600,
         env={**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1"},
     )

@@ -22,6 +22,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..engines import procs
 from ..errors import UsageError
 from .detect import SCHEMA_FILE  # the file that marks a prime-rl checkout
 
@@ -54,8 +55,8 @@ def probe_python(path: str, what: str, fix: str) -> dict:
     if not p.is_file() or not os.access(p, os.X_OK):
         raise UsageError(f"{what}: not an executable file; {fix}")
     try:
-        proc = subprocess.run([path, "-c", _CHECK], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S,
-                              stdin=subprocess.DEVNULL)
+        proc = procs.run_child([path, "-c", _CHECK], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S,
+                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired:
         raise UsageError(f"{what}: `python -c 'import verifiers'` took longer than {CHECK_TIMEOUT_S} s; {fix}") from None
     except OSError as e:
@@ -111,7 +112,7 @@ def installed_modules(python: str | None = None) -> set[str]:
         return {m.name for m in pkgutil.iter_modules()
                 if not m.name.startswith("_") and m.name not in sys.stdlib_module_names}
     try:
-        proc = subprocess.run([python, "-c", _MODULES], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
+        proc = procs.run_child([python, "-c", _MODULES], capture_output=True, text=True, timeout=CHECK_TIMEOUT_S)
         return set(json.loads(proc.stdout.strip().splitlines()[-1]))
     except (subprocess.TimeoutExpired, OSError, json.JSONDecodeError, IndexError):
         return set()

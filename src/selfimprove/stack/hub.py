@@ -29,6 +29,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ..engines import procs
 from ..errors import EnvNotFound, HubUnreachable, SelfImproveError
 
 PRIME_ENV_VAR = "SELFIMPROVE_PRIME"
@@ -108,7 +109,7 @@ def classify(hub_id: str, action: str, returncode: int, output: str) -> SelfImpr
 def _run(hub_id: str, action: str, args: list[str], timeout: float, python: str | None = None) -> str:
     cmd = prime_command() + args
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env(python))
+        proc = procs.run_child(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env(python))
     except FileNotFoundError:
         raise HubError(f"cannot run {cmd[0]}: not found; install prime with `pip install prime`") from None
     except subprocess.TimeoutExpired:

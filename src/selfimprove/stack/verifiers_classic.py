@@ -30,6 +30,7 @@ from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from ..engines import procs
 from ..errors import EnvNotFound, SelfImproveError
 
 PROBE_FILE = Path(__file__).with_name("_env_probe.py")
@@ -88,7 +89,7 @@ def _probe(request: dict[str, Any], timeout: float, python: str | None) -> dict[
     env_id = request["env_id"]
     python = python or sys.executable
     try:
-        proc = subprocess.run(
+        proc = procs.run_child(
             [python, str(PROBE_FILE)],
             input=json.dumps(request),
             capture_output=True,
@@ -132,7 +133,7 @@ def is_importable(env_id: str, python: str | None = None) -> bool:
         "sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)"
     )
     try:
-        proc = subprocess.run(
+        proc = procs.run_child(
             [python or sys.executable, "-c", code, module],
             capture_output=True,
             text=True,
@@ -269,7 +270,7 @@ def _has_module(python: str, module: str) -> bool:
         return find_spec(module) is not None
     code = "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec(sys.argv[1]) else 1)"
     try:
-        return subprocess.run([python, "-c", code, module], capture_output=True, timeout=IMPORT_CHECK_TIMEOUT_S).returncode == 0
+        return procs.run_child([python, "-c", code, module], capture_output=True, timeout=IMPORT_CHECK_TIMEOUT_S).returncode == 0
     except (subprocess.TimeoutExpired, OSError):
         return False
 
@@ -309,7 +310,7 @@ def install_editable(project: Path, timeout: float = INSTALL_TIMEOUT_S, python: 
     for no_iso in attempts:
         cmd = _installer(python, no_iso) + ["-e", str(project)]
         try:
-            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
+            proc = procs.run_child(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
         except subprocess.TimeoutExpired:
             raise SelfImproveError(f"`pip install -e {project}` took longer than {timeout:.0f} s") from None
         if proc.returncode == 0:

@@ -35,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..engines import procs
 from ..errors import ConfigError
 
 API = "verifiers.v1"
@@ -301,8 +302,8 @@ def run_in_env_python(request: dict[str, Any], what: str, python: str | None = N
     code = f"import sys; sys.path.append({str(_SRC)!r}); from selfimprove.stack.verifiers_v1 import _main; _main()"
     env = {**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}
     try:
-        proc = subprocess.run([python or sys.executable, "-c", code], input=json.dumps(request), capture_output=True,
-                              text=True, timeout=timeout, env=env)
+        proc = procs.run_child([python or sys.executable, "-c", code], input=json.dumps(request), capture_output=True,
+                               text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise ConfigError(f"{what} took longer than {timeout:.0f} s") from None
     lines = proc.stdout.strip().splitlines()
