@@ -38,6 +38,7 @@ from ..models import FileModel
 from ..rundir import ArmDir, read_model, sorted_steps, write_model
 from ..ui import console
 from . import procs
+from .crash_cause import setup_failure
 from .rollouts import LineCounter, TrainRewardTracker
 
 CAP_MARGIN_S = 2 * 3600  # the seed's 2 h poll cap, counted past the expected end
@@ -239,6 +240,11 @@ def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
     ck, ro = on_disk(arm)
     rc = _exit_code(arm, rec)
     rows = LineCounter(Path(rec.expect.eval_file)).count()
+    cause = setup_failure(Path(rec.log))
+    if cause:  # a relaunch dies the same way: the cause and its fix, not --restart/--resume
+        return (f"{arm.name}: the training job (pid {rec.pid}, launch #{rec.launch}) exited"
+                f"{f' with rc {rc}' if rc is not None else ''} before its final eval: {cause}; a --restart alone "
+                f"fails the same way, so fix that first, then re-run with --restart (log: {rec.log})")
     return (
         f"{arm.name}: the training job (pid {rec.pid}, launch #{rec.launch}) exited"
         f"{f' with rc {rc}' if rc is not None else ''} without its final eval "
