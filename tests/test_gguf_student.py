@@ -202,6 +202,7 @@ def test_a_local_hf_directory_still_resolves_to_itself(tmp_path):
     (tmp_path / "config.json").write_text('{"model_type": "llama"}')
     (tmp_path / "model.safetensors").write_bytes(b"")  # resolve_model checks that the files are there, loads none
     (tmp_path / "tokenizer.json").write_text("{}")
+    (tmp_path / "chat_template.jinja").write_text("{{ messages }}")
     assert resolve_model(str(tmp_path)) == tmp_path
     with pytest.raises(ConfigError, match="selfimprove/smollm2-135m"):
         resolve_model("someone/not-here")

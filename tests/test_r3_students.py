@@ -96,6 +96,7 @@ DAMAGE = {
     "weightless": (_weightless, "holds no weights"),
     "no tokenizer": (lambda d: (d / "tokenizer.json").unlink(), "no tokenizer.json"),
     "no config": (lambda d: (d / "config.json").unlink(), "no config.json"),
+    "no chat template": (lambda d: (d / "chat_template.jinja").unlink(), "no chat template"),
 }
 
 

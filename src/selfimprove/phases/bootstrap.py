@@ -241,7 +241,7 @@ def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit
 
 
 MODEL_DIR_FIX = ("point --model at a complete Hugging Face model dir (config.json with model_type, the weights, "
-                 "tokenizer.json), e.g. one written by save_pretrained")
+                 "tokenizer.json with a chat template), e.g. one written by save_pretrained")
 
 
 def check_model(model: str, engine: str) -> str:

