@@ -284,3 +284,20 @@ def test_job_dying_of_a_missing_module_names_it_not_restart(tmp_path):
     msg = str(e.value)
     assert "\n" not in msg and "cannot import no_such_module_r3" in msg and "a --restart alone fails the same way" in msg
     assert "--resume" not in msg and str(arm.train_log) in msg
+
+
+def test_restart_after_a_setup_failure_leaves_no_empty_failed_dir(tmp_path):
+    """--restart of a job that died at start: relaunched, and its empty output tree is not kept as prime_out.failed-*."""
+    arm = ArmDir(tmp_path, "iter_0")
+    cmd = [sys.executable, "-c", "import sys, pathlib; pathlib.Path(sys.argv[1]).mkdir(parents=True); import no_such_module_r3",
+           str(arm.prime_out / "weights")]
+    exp = JobExpectation(max_steps=2, num_examples=3)
+    for restart in (False, True):
+        with pytest.raises(JobFailed, match="cannot import no_such_module_r3"):
+            run_training(arm, cmd, exp, restart=restart, resume=False, quiet=True, poll_s=0.05)
+    assert (arm.prime_out / "weights").is_dir() and "launch #2" in arm.train_log.read_text()
+    assert not list(tmp_path.glob("iter_0/prime_out.failed-*"))
+    (arm.prime_out / "weights" / "evidence.txt").write_text("x")  # anything in it is kept, as before
+    with pytest.raises(JobFailed):
+        run_training(arm, cmd, exp, restart=True, resume=False, quiet=True, poll_s=0.05)
+    assert len(list(tmp_path.glob("iter_0/prime_out.failed-*/weights/evidence.txt"))) == 1

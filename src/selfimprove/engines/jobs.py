@@ -21,6 +21,7 @@ the fork and the write of job.json leaves a job that nothing records.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -421,8 +422,12 @@ def _finish(arm: ArmDir, rec: JobRecord, status: str, rows: int, *, error: str |
 
 
 def archive_output(arm: ArmDir) -> Path | None:
-    """Move a failed run's prime_out aside (never delete: it may hold the only evidence)."""
+    """Move a failed run's prime_out aside (never delete: it may hold the only evidence). A tree of
+    empty dirs (a job that died at start) holds none: it is removed, leaving no prime_out.failed-* behind."""
     if not arm.prime_out.exists():
+        return None
+    if not any(not p.is_dir() for p in arm.prime_out.rglob("*")):  # only empty dirs: no evidence to keep
+        shutil.rmtree(arm.prime_out)
         return None
     dest = arm.dir / f"prime_out.failed-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
     os.rename(arm.prime_out, dest)
@@ -477,7 +482,8 @@ def run_training(
     else:  # none, or crashed + restart
         if state == "crashed":
             moved = archive_output(arm)
-            note(f"{arm.name}: restarting; the failed output was moved to {moved}")
+            note(f"{arm.name}: restarting; " + (f"the failed output was moved to {moved}" if moved
+                                                 else "the failed job left no output to keep"))
         elif resume:
             note(f"{arm.name}: nothing to resume (never launched); launching")
         if before_launch is not None:
