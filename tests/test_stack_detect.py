@@ -55,8 +55,11 @@ def test_choose_stack(tmp_path: Path, envs: Path):
     no_checkout = choose_stack(None, None, "taskset_env")
     assert no_checkout.stack == "v1" and "following the env's API" in no_checkout.source
     assert choose_stack(None, None, "no_such_env_module").stack == "seed"
-    forced = choose_stack("seed", v1, "taskset_env")
+    # --stack overrides detection where the evidence allows it: the local engine never runs the checkout
+    forced = choose_stack("seed", v1, "classic_env", engine="local")
     assert forced.stack == "seed" and forced.source.startswith("--stack seed")
+    with pytest.raises(UsageError, match=r"--stack seed: prime-rl 0.8.0 .* speaks the v1 dialect; use --stack v1"):
+        choose_stack("seed", v1, "classic_env")  # ... and refused where the checkout contradicts it
     with pytest.raises(ConfigError, match=r"#3226.*v1 Taskset.*--stack seed"):
         choose_stack(None, v1, "classic_env")
     both = choose_stack(None, v1, "selfimprove_arith")  # a classic env with a v1 Taskset in <module>.v1

@@ -47,7 +47,14 @@ def model_dir(model: str) -> Path | None:
         d = shipped_dir(model)
         return d if (d / "config.json").is_file() else None
     d = Path(model).expanduser()
-    return d if (d / "config.json").is_file() else None
+    if not d.is_dir():
+        return None  # a hub id (prime-rl loads it on the GPU box)
+    from .rl.student_check import check_model_dir  # no torch import either
+
+    # Checked at bootstrap; damaged since, it is named here (one line) before any job launches on it.
+    check_model_dir(d, f"run.json model {model}", "restore that model dir, or start a new run with a complete one",
+                    tokenizer=False)
+    return d
 
 
 def model_context(model: str) -> tuple[int | None, str | None]:

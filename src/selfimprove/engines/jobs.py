@@ -21,6 +21,7 @@ the fork and the write of job.json leaves a job that nothing records.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import threading
@@ -38,6 +39,7 @@ from ..models import FileModel
 from ..rundir import ArmDir, read_model, sorted_steps, write_model
 from ..ui import console
 from . import procs
+from .crash_cause import setup_failure
 from .rollouts import LineCounter, TrainRewardTracker
 
 CAP_MARGIN_S = 2 * 3600  # the seed's 2 h poll cap, counted past the expected end
@@ -255,6 +257,11 @@ def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
     ck, ro = on_disk(arm)
     rc = _exit_code(arm, rec)
     rows = LineCounter(Path(rec.expect.eval_file)).count()
+    cause = setup_failure(Path(rec.log))
+    if cause:  # a relaunch dies the same way: the cause and its fix, not --restart/--resume
+        return (f"{arm.name}: the training job (pid {rec.pid}, launch #{rec.launch}) exited"
+                f"{f' with rc {rc}' if rc is not None else ''} before its final eval: {cause}; a --restart alone "
+                f"fails the same way, so fix that first, then re-run with --restart (log: {rec.log})")
     return (
         f"{arm.name}: the training job (pid {rec.pid}, launch #{rec.launch}) exited"
         f"{f' with rc {rc}' if rc is not None else ''} without its final eval "
@@ -431,8 +438,12 @@ def _finish(arm: ArmDir, rec: JobRecord, status: str, rows: int, *, error: str |
 
 
 def archive_output(arm: ArmDir) -> Path | None:
-    """Move a failed run's prime_out aside (never delete: it may hold the only evidence)."""
+    """Move a failed run's prime_out aside (never delete: it may hold the only evidence). A tree of
+    empty dirs (a job that died at start) holds none: it is removed, leaving no prime_out.failed-* behind."""
     if not arm.prime_out.exists():
+        return None
+    if not any(not p.is_dir() for p in arm.prime_out.rglob("*")):  # only empty dirs: no evidence to keep
+        shutil.rmtree(arm.prime_out)
         return None
     dest = arm.dir / f"prime_out.failed-{time.strftime('%Y%m%dT%H%M%S', time.gmtime())}"
     os.rename(arm.prime_out, dest)
@@ -487,7 +498,8 @@ def run_training(
     else:  # none, or crashed + restart
         if state == "crashed":
             moved = archive_output(arm)
-            note(f"{arm.name}: restarting; the failed output was moved to {moved}")
+            note(f"{arm.name}: restarting; " + (f"the failed output was moved to {moved}" if moved
+                                                 else "the failed job left no output to keep"))
         elif resume:
             note(f"{arm.name}: nothing to resume (never launched); launching")
         if before_launch is not None:

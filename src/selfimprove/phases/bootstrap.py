@@ -120,7 +120,7 @@ def parse_env_args(value: str | dict | None) -> dict[str, Any]:
 
 def resolve_engine(engine: str, model: str) -> EngineName:
     if engine == "auto":
-        is_local = model.startswith(BUILTIN_MODEL_PREFIX) or Path(model).is_dir()
+        is_local = model.startswith(BUILTIN_MODEL_PREFIX) or Path(model).expanduser().is_dir()
         return "local" if is_local else "prime-rl"
     if engine not in ("prime-rl", "local"):
         raise UsageError(f"--engine '{engine}': expected prime-rl, local or auto")
@@ -258,27 +258,50 @@ def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit
             f"{close[0].replace('_', '-')}? (for another env: --hub-id owner/name, or --env-path DIR)")
 
 
-def check_model(model: str, engine: str) -> None:
-    """Refuse, before any job, a student the chosen engine cannot load.
+MODEL_DIR_FIX = ("point --model at a complete Hugging Face model dir (config.json with model_type, the weights, "
+                 "tokenizer.json with a chat template), e.g. one written by save_pretrained")
+
+
+def check_model(model: str, engine: str) -> str:
+    """Refuse, before any job, a student the chosen engine cannot load; return `model` as run.json
+    stores it (a local dir made absolute, so the run works from any cwd).
 
     `selfimprove/<name>` ids are the shipped CPU students (one dir each under rl/students/) and
-    the pretrained selfimprove/smollm2-135m (converted on first use, rl/gguf_student.py);
-    the local CPU engine loads those or a local model dir with config.json, and never
-    downloads a hub model (e.g. Qwen/Qwen3-0.6B, the default, needs --engine prime-rl).
+    the pretrained selfimprove/smollm2-135m (converted on first use, rl/gguf_student.py): the
+    local engine's only, and only with their extras importable here (the engine runs from this
+    install). A local model dir must be one the engine can load (rl/student_check.py). The local
+    CPU engine never downloads a hub model (e.g. Qwen/Qwen3-0.6B, the default, needs --engine prime-rl).
     """
     from ..rl.gguf_student import SMOLLM2_ID  # no torch import either
     from ..rl.shipped import STUDENTS_DIR  # no torch import: a path constant
+    from ..rl.student_check import check_model_dir, missing_extra
 
     builtin = sorted([f"selfimprove/{p.name}" for p in STUDENTS_DIR.iterdir() if p.is_dir()] + [SMOLLM2_ID])
-    if model.startswith(BUILTIN_MODEL_PREFIX) and model not in builtin:
-        raise UsageError(f"--model {model}: no such built-in student; built-in: {', '.join(builtin)}")
-    is_local_dir = (Path(model).expanduser() / "config.json").is_file()
-    if engine == "local" and model not in builtin and not is_local_dir:
+    if model.startswith(BUILTIN_MODEL_PREFIX):
+        if model not in builtin:
+            raise UsageError(f"--model {model}: no such built-in student; built-in: {', '.join(builtin)}")
+        if engine != "local":
+            raise UsageError(f"--model {model}: the built-in students train on the local CPU engine only; drop "
+                             f"--engine {engine} (or pass --engine local), or give prime-rl a hub id or a model dir")
+        missing = missing_extra(model)
+        if missing:
+            what, modules, fix = missing
+            raise UsageError(f"--model {model}: needs {what}, and {', '.join(modules)} "
+                             f"{'is' if len(modules) == 1 else 'are'} not importable here; run {fix}")
+        return model
+    path = Path(model).expanduser()
+    if path.is_dir():
+        check_model_dir(path, f"--model {model}", MODEL_DIR_FIX, tokenizer=engine == "local", error=UsageError)
+        return os.path.abspath(path)
+    if model.startswith(("/", "./", "../", "~")):  # spelled as a path, so not a hub id
+        raise UsageError(f"--model {model}: no such directory; {MODEL_DIR_FIX}, or pass a hub id with --engine prime-rl")
+    if engine == "local":
         raise UsageError(
             f"--model {model}: the local CPU engine loads only a built-in student ({', '.join(builtin)}) or a "
             "local model dir with config.json, and does not download hub models; use --engine prime-rl on a GPU "
             "machine, or --model selfimprove/tiny-arith"
         )
+    return model
 
 
 def bootstrap(opts: BootstrapOptions) -> RunDir:
@@ -300,7 +323,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     check_batch(opts.batch_size, opts.rollouts_per_example, opts.allow_small_batch)
     env_args = parse_env_args(opts.env_args)
     engine = resolve_engine(opts.engine, opts.model)
-    check_model(opts.model, engine)
+    model = check_model(opts.model, engine)
     init_from = None
     if opts.init_from:
         check_init_from(opts.init_from)
@@ -326,7 +349,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
 
     hub_id = opts.hub_id or f"primeintellect/{opts.dataset}"
     # Before anything is written: a prime-rl checkout that can't run this env fails here, with the fix.
-    stack = choose_stack(opts.stack, os.environ.get("PRIME_RL_DIR"), env_module_name(hub_id), env_python.path)
+    stack = choose_stack(opts.stack, os.environ.get("PRIME_RL_DIR"), env_module_name(hub_id), env_python.path, engine)
     dialect = dialect_named(stack.stack)
 
     runs_dir = Path(opts.runs_dir).expanduser().resolve()
@@ -344,7 +367,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     cfg = RunConfig(
         dataset=opts.dataset,
         hub_id=hub_id,
-        model=opts.model,
+        model=model,
         start_ts=now,
         budget_seconds=budget_seconds,
         max_iters=opts.max_iters,

@@ -52,6 +52,7 @@ from transformers import (
 
 from ..errors import ConfigError
 from .gguf_student import SMOLLM2_ID, cache_root, resolve_smollm2
+from .student_check import check_model_dir
 
 SPECIALS = ["<|pad|>", "<|endoftext|>", "<|im_start|>", "<|im_end|>", "<unk>"]
 CHARS = [c for c in string.printable if c not in "\t\r\x0b\x0c"]  # printable ASCII + "\n"
@@ -207,11 +208,13 @@ def resolve_model(name: str, log=print) -> Path:
 
         return build_into_cache(final, name, build)
     path = Path(name).expanduser()
-    if (path / "config.json").is_file():
+    if path.is_dir():  # one line naming the file, not transformers' frames, for a dir it cannot load
+        check_model_dir(path, f"model.name '{name}'", "point it at a complete Hugging Face model dir "
+                        "(config.json with model_type, the weights, tokenizer.json)", tokenizer=True)
         return path
     if "/" in name and not path.exists():
         raise ConfigError(
             f"model.name '{name}': not a local model directory and not a built-in id "
             f"({', '.join(BUILTIN_IDS)}); the CPU engine does not download models"
         )
-    raise ConfigError(f"model.name '{name}': no config.json in that directory")
+    raise ConfigError(f"model.name '{name}': not a directory")

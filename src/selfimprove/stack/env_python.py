@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..engines import procs
-from ..errors import UsageError
+from ..errors import SelfImproveError, UsageError
 from .detect import SCHEMA_FILE  # the file that marks a prime-rl checkout
 
 ENGINE_VENV_PYTHON = Path(".venv") / "bin" / "python"  # where `uv sync` puts prime-rl's interpreter
@@ -43,8 +43,21 @@ class EnvPython:
 
 
 def env_python_of(cfg) -> str:
-    """The interpreter to run env work in for this run (run.json env_python, else this one)."""
-    return getattr(cfg, "env_python", None) or sys.executable
+    """The interpreter to run env work in for this run (run.json env_python, else this one).
+
+    Checked at bootstrap; gone since (a venv rebuilt or deleted), it is named here, not through
+    whatever fails first inside it (the `prime` CLI, an import)."""
+    path = getattr(cfg, "env_python", None)
+    if not path:
+        return sys.executable
+    if not os.access(path, os.X_OK) or not Path(path).is_file():
+        source = getattr(cfg, "env_python_source", None) or "run.json"
+        rebuild = (f"`uv sync` in {Path(path).parent.parent.parent}" if source.startswith("prime-rl's venv")
+                   else "recreate that venv")
+        raise SelfImproveError(f"run.json env_python {path}: {'not found' if not os.path.lexists(path) else 'not an executable file'} "
+                         f"(picked at bootstrap: {source}); {rebuild} with verifiers and the env, then re-run this "
+                         "command (or start a new run with `selfimprove bootstrap --env-python PATH`)")
+    return path
 
 
 def probe_python(path: str, what: str, fix: str) -> dict:
