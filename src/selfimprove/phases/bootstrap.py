@@ -37,6 +37,7 @@ from ..models import (
 )
 from ..faults import fault_point
 from ..rundir import RunDir, sorted_steps, write_model
+from ..scratchpad import real_env_line
 from ..stack import verifiers_classic as vc
 from ..stack.detect import choose_stack
 from ..stack.dialects import dialect_named
@@ -200,7 +201,7 @@ def scratchpad_header(cfg: RunConfig, run_dir: Path) -> str:
 
 - run dir: `{run_dir}`
 - started: {started}
-- real environment: `{cfg.hub_id}` (env args: `{json.dumps(cfg.env_args)}`)
+{real_env_line(cfg.hub_id, cfg.env_args)}
 - student: `{cfg.model}` on engine `{cfg.engine}`
 - budget (Phase 3 only): {cfg.budget_seconds} s, on a clock that starts at the first `selfimprove iterate` (bootstrap, introspect and baseline, including any first-use build of the student, are not charged; compare and finalize run after it); max iterations (incl. iter_0): {cfg.max_iters}
 - per run: {cfg.steps_per_run} new steps, batch {cfg.batch_size} rollouts = {cfg.unique_prompts_per_step} prompts x {cfg.rollouts_per_example}; eval on {cfg.eval_examples} examples of the real env
@@ -222,6 +223,13 @@ _HUB_ID_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.
 # Rollouts per step: far above any GPU run's (prime-rl's examples use <= 8192), low enough that
 # a typo (an extra 0 or ten) is caught here instead of as an out-of-memory crash in the engine.
 MAX_BATCH_SIZE = 1 << 20
+
+
+def check_hub_id(hub_id: str) -> None:
+    """--hub-id of bootstrap and introspect: a hub slug or an importable env id (exit 2 otherwise)."""
+    if not _HUB_ID_RE.match(hub_id):
+        raise UsageError(f"--hub-id '{hub_id}': expected owner/name (optionally @version) or an importable env id, "
+                         "with letters, digits, '-', '_' or '.' only")
 
 
 def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit_hub_id: bool,
@@ -270,9 +278,8 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     if len(opts.dataset) > MAX_DATASET_CHARS:
         raise UsageError(f"dataset '{opts.dataset[:40]}...': {len(opts.dataset)} characters, at most {MAX_DATASET_CHARS} "
                          "(it names the run dir and the generated packages); use a shorter name and --hub-id for the real id")
-    if opts.hub_id is not None and not _HUB_ID_RE.match(opts.hub_id):
-        raise UsageError(f"--hub-id '{opts.hub_id}': expected owner/name (optionally @version) or an importable env id, "
-                         "with letters, digits, '-', '_' or '.' only")
+    if opts.hub_id is not None:
+        check_hub_id(opts.hub_id)
     budget_seconds = parse_budget(opts.budget)
     if opts.max_iters < 1:
         raise UsageError(f"--max-iters {opts.max_iters}: must be >= 1 (iter_0 counts)")
