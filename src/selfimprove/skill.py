@@ -94,22 +94,29 @@ def _read_manifest(target: Path) -> dict[str, str]:
 
 def _installed_bytes(path: Path) -> bytes | None:
     """An installed skill file's bytes, None if absent; one line naming it if unreadable or not a file."""
-    if not os.path.lexists(path):
-        return None
-    if not path.is_file():
-        raise SelfImproveError(f"{path}: not a regular file where the skill keeps {path.name}; "
-                               "move it aside and re-run (nothing was changed)")
     try:
-        return path.read_bytes()
+        if not os.path.lexists(path):
+            return None
+        regular = path.is_file()  # EACCES on a symlink's target is raised here, not swallowed
+        data = path.read_bytes() if regular else None
     except OSError as e:
         raise SelfImproveError(f"{path}: cannot read the installed skill file ({e.strerror}); make it readable "
                                "(chmod u+r) or move it aside and re-run (nothing was changed)") from None
+    if data is None:
+        raise SelfImproveError(f"{path}: not a regular file where the skill keeps {path.name}; "
+                               "move it aside and re-run (nothing was changed)")
+    return data
 
 
 def _check_manifest_path(target: Path) -> None:
     """The manifest must be a file or absent: checked before anything is written or removed."""
     path = target / MANIFEST
-    if os.path.lexists(path) and not path.is_file():
+    try:
+        odd = os.path.lexists(path) and not path.is_file()
+    except OSError as e:
+        raise SelfImproveError(f"{path}: cannot read the skill's manifest ({e.strerror}); make it readable "
+                               "or move it aside and re-run (nothing was changed)") from None
+    if odd:
         raise SelfImproveError(f"{path}: not a regular file (the skill's manifest); move it aside and re-run "
                                "(nothing was changed)")
 
