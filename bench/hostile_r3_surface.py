@@ -1,4 +1,5 @@
-"""Round 3 (issue 24), area "surface": overrides.toml ranges, skill install, introspect --hub-id.
+"""Round 3 (issue 24), area "surface": overrides.toml (and canonical --config) ranges, skill
+install, introspect --hub-id.
 
     .venv/bin/python bench/hostile.py -k "r3 surface:"
 
@@ -62,6 +63,22 @@ def _(tmp, t):
         "seq_len = 200\n[trainer.optim]\nlr = 1e-4\n[orchestrator.train.sampling]\ntemperature = 0.9\n"
         "max_completion_tokens = 64\n")
     return ["iterate", "--run-dir", str(run), "--once"], run
+
+
+@case(f"{P}bootstrap --config with temperature nan", "--config", code=2)
+def _(tmp, t):
+    (tmp / "runs").mkdir()
+    (tmp / "rl.toml").write_text("seq_len = 256\n[orchestrator.train.sampling]\ntemperature = nan\n[trainer]\n")
+    return ["bootstrap", "selfimprove-arith", "--runs-dir", str(tmp / "runs"), "--model", "selfimprove/tiny-arith",
+            "--config", str(tmp / "rl.toml")], tmp / "runs"
+
+
+@case(f"{P}bootstrap --config with seq_len -5", "--config", code=2)
+def _(tmp, t):
+    (tmp / "runs").mkdir()
+    (tmp / "rl.toml").write_text("seq_len = -5\n[trainer]\n")
+    return ["bootstrap", "selfimprove-arith", "--runs-dir", str(tmp / "runs"), "--model", "selfimprove/tiny-arith",
+            "--config", str(tmp / "rl.toml")], tmp / "runs"
 
 
 # ---------------------------------------------------------------- skill

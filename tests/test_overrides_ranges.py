@@ -81,3 +81,19 @@ def test_iterate_stops_at_a_bad_override_before_generating(run: RunDir, cli) -> 
     assert res.exit_code == 4, res.stderr
     assert "overrides.toml: orchestrator.train.sampling.temperature = nan" in res.stderr
     assert not (it / "report_gate.json").exists() and not (it / "dataset.jsonl").exists()
+
+
+def test_a_canonical_configs_knobs_get_the_same_ranges(cli, runs_dir: Path, tmp_path: Path) -> None:
+    """bootstrap --config refuses an out-of-range knob (exit 2, nothing made); baseline's check of a
+    canonical config found elsewhere raises the same line naming the file."""
+    from selfimprove.errors import ConfigError
+    from selfimprove.phases.overrides import check_canonical_knobs
+
+    bad = tmp_path / "rl.toml"
+    bad.write_text("seq_len = 256\n[orchestrator.train.sampling]\ntemperature = nan\n[trainer]\n")
+    res = cli("bootstrap", "selfimprove-arith", "--runs-dir", runs_dir, "--model", TINY, "--config", bad)
+    assert res.exit_code == 2 and "--config" in res.stderr and "temperature = nan" in res.stderr, res.stderr
+    assert list(runs_dir.iterdir()) == []
+    with pytest.raises(ConfigError, match=r"canonical config .*rl.toml: seq_len = -1 is refused"):
+        check_canonical_knobs({"seq_len": -1}, f"canonical config {bad}")
+    check_canonical_knobs(prime_rl.read_toml(Path(__file__).parents[1] / "configs/selfimprove-arith/rl.toml"), "shipped")

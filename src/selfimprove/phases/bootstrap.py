@@ -43,6 +43,7 @@ from ..stack.detect import choose_stack
 from ..stack.dialects import dialect_named
 from ..stack.env_python import choose_env_python, installed_modules
 from ..stack.verifiers_classic import env_module_name
+from .overrides import range_error
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
@@ -93,11 +94,13 @@ def parse_budget(text: str) -> int:
 def check_toml(path: Path, flag: str) -> None:
     """A config given on the command line must parse before any run dir exists (refused, exit 2)."""
     try:
-        tomllib.loads(path.read_bytes().decode("utf-8"))
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
         raise UsageError(f"{flag}: not UTF-8 text; save it as UTF-8 TOML or drop {flag.split()[0]}") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{flag}: not valid TOML ({e}); fix the file or drop {flag.split()[0]}") from None
+    if why := range_error(data):  # the knobs every arm inherits: typed and in range, like overrides.toml
+        raise UsageError(f"{flag}: {why}; fix the file or drop {flag.split()[0]}")
 
 
 def _no_json_constant(name: str) -> Any:

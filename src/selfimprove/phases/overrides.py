@@ -1,6 +1,7 @@
 """iter_N/overrides.toml: the teacher's per-iteration training knobs, checked where they enter.
 
     read_overrides(path, dialect, model=..., canonical=...) -> the file's dict, or GateFailed
+    check_canonical_knobs(config, where)                     # the same ranges in a canonical config
 
 The file is the teacher's, like weakness_report.md and gen_dataset.py, so every problem with
 it is a failed gate (exit 4) naming the file, the key and the allowed range: a syntax error, a
@@ -9,7 +10,9 @@ out of range, or one the student cannot hold. `iterate` checks it before its rep
 bad value stops the iteration before anything is generated, packaged or trained (before this
 check, `seq_len = -5` trained until the engine refused and the advice was `--restart`, and
 `temperature = nan` trained and was recorded as a flat iteration); the arms that replay it
-(iter_N's training, Runs A and C in compare) read it through the same check.
+(iter_N's training, Runs A and C in compare) read it through the same check. A canonical
+config's values of the same keys, which every arm inherits, get the same type and range check
+(`bootstrap --config`: exit 2; baseline, for a config found in a configs dir: exit 1).
 
 Ranges: the engine schema types (prime-rl: seq_len / max_completion_tokens int, lr /
 temperature float) with these bounds:
@@ -105,16 +108,30 @@ def read_overrides(path: Path | None, dialect=prime_rl, *, model: str | None = N
         raise GateFailed(f"{path}: {hint} (this run writes {dialect.DIALECT}); allowed keys: {fields}")
     if bad:
         raise GateFailed(f"{path}: key '{bad[0]}' is pinned by the loop or unknown; allowed: {fields}")
-    by_field = {TEACHER_KEYS[k]: (k, v) for k, v in flat.items()}
+    if why := range_error(data):
+        raise GateFailed(f"{path}: {why}")
+    _check_fits_student(path, {TEACHER_KEYS[k]: v for k, v in flat.items()}, model, canonical or {}, dialect)
+    return data
+
+
+def range_error(config: dict) -> str | None:
+    """"key = value is refused (why); allowed: range" for the first of TEACHER_KEYS in `config` (a
+    nested TOML dict) whose type or value is out of range, else None. Other keys are not looked at."""
+    by_field = {TEACHER_KEYS[k]: (k, v) for k, v in _flatten(config).items() if k in TEACHER_KEYS}
     try:
         _Knobs(**{f: v for f, (_k, v) in by_field.items()})
     except ValidationError as e:
         err = e.errors()[0]
         key, value = by_field[str(err["loc"][0])]
-        raise GateFailed(f"{path}: {key} = {_shown(value)} is refused ({err['msg'].lower()}); "
-                         f"allowed: {ALLOWED[str(err['loc'][0])]}") from None
-    _check_fits_student(path, {f: v for f, (_k, v) in by_field.items()}, model, canonical or {}, dialect)
-    return data
+        return f"{key} = {_shown(value)} is refused ({err['msg'].lower()}); allowed: {ALLOWED[str(err['loc'][0])]}"
+    return None
+
+
+def check_canonical_knobs(config: dict, where: str) -> None:
+    """The same types and ranges for the knobs of a canonical config (bootstrap --config, or one
+    found in a configs dir), which every arm inherits: ConfigError naming `where` and the key."""
+    if why := range_error(config):
+        raise ConfigError(f"{where}: {why}; fix the file or pass another with --config")
 
 
 def _check_fits_student(path: Path, knobs: dict, model: str | None, canonical: dict, dialect) -> None:
