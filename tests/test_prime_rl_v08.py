@@ -132,14 +132,15 @@ def test_dialects_share_one_interface():
 
 def test_teacher_override_of_the_other_dialect_is_named(tmp_path: Path):
     """A teacher's overrides.toml spelled for the other prime-rl is refused with this run's spelling."""
+    from selfimprove.errors import GateFailed
     from selfimprove.phases.arms import teacher_overrides
 
     f = tmp_path / "overrides.toml"
     f.write_text("[orchestrator]\nrollouts_per_example = 8\n")
-    with pytest.raises(ConfigError, match=r"'orchestrator.rollouts_per_example' is a seed-dialect .* orchestrator.group_size"):
+    with pytest.raises(GateFailed, match=r"'orchestrator.rollouts_per_example' is a seed-dialect .* orchestrator.group_size"):
         teacher_overrides(f, v08)
     f.write_text("[orchestrator]\ngroup_size = 8\n")
-    with pytest.raises(ConfigError, match=r"prime-rl >= 0.8 key; here it is orchestrator.rollouts_per_example"):
+    with pytest.raises(GateFailed, match=r"prime-rl >= 0.8 key; here it is orchestrator.rollouts_per_example"):
         teacher_overrides(f, seed)
     f.write_text("[trainer.optim]\nlr = 1e-5\n")
     assert teacher_overrides(f, v08) == {"trainer": {"optim": {"lr": 1e-5}}}

@@ -124,6 +124,13 @@ def test_gpu_only_keys_noted_once(tmp_path, rand_student, capsys):
     (lambda c: c.pop("orchestrator"), "missing [orchestrator]"),
     (lambda c: c["orchestrator"].update(batch_size=10), "not divisible"),
     (lambda c: c.update(ckpt={"resume_step": 1}), "resume_step = 1 but max_steps = 1"),
+    # issue 24 round 3: ranges and finiteness of the knobs a run varies (TOML spells nan and inf)
+    (lambda c: c.update(seq_len=-5), "seq_len = -5: must be an integer >= 1"),
+    (lambda c: c["orchestrator"]["train"]["sampling"].update(temperature=float("nan")),
+     "orchestrator.train.sampling.temperature = nan: must be a finite number >= 0"),
+    (lambda c: c["orchestrator"]["train"]["sampling"].update(max_completion_tokens=0),
+     "orchestrator.train.sampling.max_completion_tokens = 0: must be an integer >= 1"),
+    (lambda c: c["trainer"]["optim"].update(lr=float("inf")), "trainer.optim.lr = inf: must be a finite number"),
 ])
 def test_bad_config_refused(tmp_path, rand_student, capsys, mutate, needle):
     cfg = small_cfg(rand_student)

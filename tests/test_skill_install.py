@@ -90,6 +90,69 @@ def test_bad_flags(cli, tmp_path):
     assert not (tmp_path / ".claude").exists()
 
 
+def test_user_refuses_a_missing_or_empty_home(cli, tmp_path, monkeypatch):
+    """--user never creates a home directory and never falls back to `/`: exit 2 naming HOME."""
+    for home, says in ((str(tmp_path / "gone"), "does not exist"), ("", "$HOME is empty"), ("rel/home", "absolute")):
+        monkeypatch.setenv("HOME", home)
+        for cmd in ("install", "uninstall"):
+            res = cli("skill", cmd, "--user")
+            assert res.exit_code == 2 and says in res.stderr and "HOME" in res.stderr, (home, cmd, res.stderr)
+            assert len(res.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "gone").exists()
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root ignores file permissions")
+def test_up_to_date_reinstall_in_a_read_only_dir_writes_nothing(cli, tmp_path):
+    assert cli("skill", "install", "--project", tmp_path).exit_code == 0
+    target = skill_dir(tmp_path)
+    target.chmod(0o555)
+    try:
+        res = cli("skill", "install", "--project", tmp_path)
+        assert res.exit_code == 0 and "already up to date" in res.stdout, res.stderr
+    finally:
+        target.chmod(0o755)
+
+
+def test_up_to_date_reinstall_does_not_rewrite_the_manifest(cli, tmp_path):
+    """Root ignores a read-only dir, so the no-write rule is checked on the manifest's inode too."""
+    assert cli("skill", "install", "--project", tmp_path).exit_code == 0
+    manifest = skill_dir(tmp_path) / MANIFEST
+    before = (manifest.stat().st_ino, manifest.stat().st_mtime_ns)
+    assert cli("skill", "install", "--project", tmp_path).exit_code == 0
+    assert (manifest.stat().st_ino, manifest.stat().st_mtime_ns) == before
+
+
+def test_a_manifest_that_is_a_directory_is_refused_before_anything_changes(cli, tmp_path):
+    assert cli("skill", "install", "--project", tmp_path).exit_code == 0
+    target = skill_dir(tmp_path)
+    (target / MANIFEST).unlink()
+    (target / MANIFEST).mkdir()
+    for cmd in ("uninstall", "install"):
+        res = cli("skill", cmd, "--project", tmp_path)
+        assert res.exit_code == 1 and f"{target / MANIFEST}: not a regular file" in " ".join(res.stderr.split()), res.stderr
+        assert all((target / name).is_file() for name in SKILL_FILES), cmd
+
+
+def test_an_unreadable_installed_skill_file_is_named_with_its_own_fix(cli, tmp_path, monkeypatch):
+    """EACCES on the installed SKILL.md (faked: root reads any file; the hostile case runs it as nobody)."""
+    assert cli("skill", "install", "--project", tmp_path).exit_code == 0
+    path = skill_dir(tmp_path) / "SKILL.md"
+    real = Path.read_bytes
+
+    def read_bytes(self):
+        if self == path:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    for cmd in ("install", "uninstall"):
+        res = cli("skill", cmd, "--project", tmp_path)
+        err = " ".join(res.stderr.split())
+        assert res.exit_code == 1 and f"{path}: cannot read the installed skill file" in err, err
+        assert "run dir" not in err and "chmod u+r" in err
+    assert path.is_file()
+
+
 def test_wheel_ships_the_skill_and_installs_it(tmp_path):
     """`pip wheel --no-deps .` holds the skill files; the wheel, installed into a temp dir on its own,
     installs SKILL.md equal to the packaged text (no source checkout involved)."""

@@ -15,6 +15,7 @@ of them stays (`unfilled_teacher_sections`); teachers fill them with
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import datetime, timezone
 
@@ -36,6 +37,21 @@ WORKED_PLACEHOLDER = "_teacher: fill in before the next iteration._"
 def marker(key: str) -> str:
     """The invisible tag an entry carries, e.g. `<!-- selfimprove:iter_0 -->`."""
     return f"<!-- selfimprove:{key} -->"
+
+
+_ENV_LINE = re.compile(r"(?m)^- real environment: .*$")
+
+
+def real_env_line(hub_id: str, env_args: dict) -> str:
+    """The header's line naming the real env and the args it is loaded with (bootstrap writes it,
+    introspect rewrites it when --env-args or --hub-id change them)."""
+    return f"- real environment: `{hub_id}` (env args: `{json.dumps(env_args)}`)"
+
+
+def with_env_line(text: str, line: str) -> str:
+    """`text` (scratchpad.md) with its header's real-environment line replaced by `line`; the
+    first such line only (the header's), and `text` unchanged when it has none."""
+    return _ENV_LINE.sub(lambda _m: line, text, count=1)
 
 
 def has_entry(text: str, key: str) -> bool:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import __version__
-from .errors import SelfImproveError
+from .errors import SelfImproveError, UsageError
 from .rundir import atomic_write_text
 
 SKILL_NAME = "synthetic-self-improve-rl"
@@ -43,7 +43,13 @@ def packaged_path(name: str) -> Path:
 def packaged_text(name: str = "SKILL.md") -> str:
     if name not in SKILL_FILES:
         raise SelfImproveError(f"skill file '{name}': unknown; the skill has {', '.join(SKILL_FILES)}")
-    return packaged_path(name).read_text(encoding="utf-8")
+    path = packaged_path(name)
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:  # the package's own copy: the fix is the install, not a run dir
+        why = e.strerror if isinstance(e, OSError) else "not UTF-8"
+        raise SelfImproveError(f"{path}: cannot read the packaged skill file ({why}); "
+                               "make it readable (chmod a+r) or reinstall selfimprove") from None
 
 
 def skill_dir(base: Path) -> Path:
@@ -52,9 +58,25 @@ def skill_dir(base: Path) -> Path:
 
 
 def user_base() -> Path:
-    """The user's home ($HOME first, so tests and sandboxes can redirect it)."""
+    """The user's home ($HOME first, so tests and sandboxes can redirect it), which must exist.
+
+    `--user` never creates a home directory: a HOME that is empty (it used to resolve to
+    `/.claude/skills`), relative, or names a missing directory is refused naming HOME and the fix.
+    """
     home = os.environ.get("HOME")
-    return Path(home) if home else Path.home()
+    if home is None:
+        base = Path.home()  # no HOME at all: the password database's entry
+    elif not home.strip():
+        raise UsageError("--user: $HOME is empty; set HOME to your home directory, or use --project DIR")
+    else:
+        base = Path(home)
+        if not base.is_absolute():
+            raise UsageError(f"--user: $HOME={home} is not an absolute path; set HOME to your home directory, "
+                             "or use --project DIR")
+    if not base.is_dir():
+        raise UsageError(f"--user: the home directory {base} ($HOME) does not exist; create it or set HOME to "
+                         "your home directory, or use --project DIR (nothing is created)")
+    return base
 
 
 def _sha(text: str) -> str:
@@ -70,15 +92,43 @@ def _read_manifest(target: Path) -> dict[str, str]:
         return {}  # no manifest (or a broken one): every differing file counts as edited
 
 
-def _edited(path: Path, recorded: dict[str, str]) -> bool:
-    """True if `path` exists and is not byte-identical to what `install` last wrote there."""
-    if not path.is_file():
+def _installed_bytes(path: Path) -> bytes | None:
+    """An installed skill file's bytes, None if absent; one line naming it if unreadable or not a file."""
+    try:
+        if not os.path.lexists(path):
+            return None
+        regular = path.is_file()  # EACCES on a symlink's target is raised here, not swallowed
+        data = path.read_bytes() if regular else None
+    except OSError as e:
+        raise SelfImproveError(f"{path}: cannot read the installed skill file ({e.strerror}); make it readable "
+                               "(chmod u+r) or move it aside and re-run (nothing was changed)") from None
+    if data is None:
+        raise SelfImproveError(f"{path}: not a regular file where the skill keeps {path.name}; "
+                               "move it aside and re-run (nothing was changed)")
+    return data
+
+
+def _check_manifest_path(target: Path) -> None:
+    """The manifest must be a file or absent: checked before anything is written or removed."""
+    path = target / MANIFEST
+    try:
+        odd = os.path.lexists(path) and not path.is_file()
+    except OSError as e:
+        raise SelfImproveError(f"{path}: cannot read the skill's manifest ({e.strerror}); make it readable "
+                               "or move it aside and re-run (nothing was changed)") from None
+    if odd:
+        raise SelfImproveError(f"{path}: not a regular file (the skill's manifest); move it aside and re-run "
+                               "(nothing was changed)")
+
+
+def _edited(current: bytes | None, name: str, recorded: dict[str, str]) -> bool:
+    """True if the file exists and is not byte-identical to what `install` last wrote there."""
+    if current is None:
         return False
     try:
-        current = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        return recorded.get(name) != _sha(current.decode("utf-8"))
+    except UnicodeDecodeError:
         return True
-    return recorded.get(path.name) != _sha(current)
 
 
 @dataclass
@@ -88,34 +138,44 @@ class SkillResult:
     unchanged: list[str] = field(default_factory=list)  # files already equal to the packaged text
 
 
+def _manifest_text(texts: dict[str, str]) -> str:
+    manifest = {"version": 1, "skill": SKILL_NAME, "selfimprove": __version__,
+                "files": {name: _sha(text) for name, text in texts.items()}}
+    return json.dumps(manifest, indent=2) + "\n"
+
+
 def install(base: Path, *, force: bool = False) -> SkillResult:
     """Write the packaged skill files into skill_dir(base). Idempotent.
 
     A file that differs from the packaged text is replaced only if it is exactly what a
     previous install wrote (per the manifest) or with `force`; otherwise nothing is written.
+    Every file is checked before the first write, and an up-to-date copy writes nothing at
+    all (not even the manifest), so a re-install into a read-only dir succeeds.
     """
     target = skill_dir(base)
     texts = {name: packaged_text(name) for name in SKILL_FILES}
+    _check_manifest_path(target)
     recorded = _read_manifest(target)
     result = SkillResult(target)
     for name, text in texts.items():
         path = target / name
-        if path.is_file() and path.read_bytes() == text.encode("utf-8"):
+        current = _installed_bytes(path)
+        if current == text.encode("utf-8"):
             result.unchanged.append(name)
             continue
-        if _edited(path, recorded) and not force:
+        if _edited(current, name, recorded) and not force:
             raise SelfImproveError(
                 f"{path}: edited locally (differs from what selfimprove installed); "
                 "re-run with --force to overwrite it (your edits are lost), or move it aside"
             )
         result.written.append(name)
+    if not result.written and recorded == {name: _sha(text) for name, text in texts.items()}:
+        return result  # up to date, manifest included (its selfimprove version is informational)
     try:
         target.mkdir(parents=True, exist_ok=True)
         for name in result.written:  # checked all files first: a refusal writes nothing
             atomic_write_text(target / name, texts[name])
-        manifest = {"version": 1, "skill": SKILL_NAME, "selfimprove": __version__,
-                    "files": {name: _sha(text) for name, text in texts.items()}}
-        atomic_write_text(target / MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        atomic_write_text(target / MANIFEST, _manifest_text(texts))
     except OSError as e:
         raise SelfImproveError(f"{target}: cannot write the skill there ({e.strerror}); pick a writable --project DIR") from None
     return result
@@ -124,14 +184,20 @@ def install(base: Path, *, force: bool = False) -> SkillResult:
 def uninstall(base: Path, *, force: bool = False) -> SkillResult:
     """Remove the skill files (and the skill dir when it ends up empty). Idempotent.
 
-    A locally edited file is kept unless `force`."""
+    A locally edited file is kept unless `force`. Every path is checked before the first
+    removal: a refusal (an edited file, a manifest that is a directory) removes nothing."""
     target = skill_dir(base)
     result = SkillResult(target)
+    _check_manifest_path(target)
     recorded = _read_manifest(target)
-    present = [name for name in SKILL_FILES if (target / name).is_file()]
-    for name in present:
+    present = []
+    for name in SKILL_FILES:
         path = target / name
-        ours = not _edited(path, recorded) or path.read_bytes() == packaged_text(name).encode("utf-8")
+        current = _installed_bytes(path)
+        if current is None:
+            continue
+        present.append(name)
+        ours = not _edited(current, name, recorded) or current == packaged_text(name).encode("utf-8")
         if not ours and not force:
             raise SelfImproveError(
                 f"{path}: edited locally (differs from what selfimprove installed); "
@@ -145,5 +211,6 @@ def uninstall(base: Path, *, force: bool = False) -> SkillResult:
         if target.is_dir() and not any(target.iterdir()):
             target.rmdir()
     except OSError as e:
-        raise SelfImproveError(f"{target}: cannot remove the skill ({e.strerror})") from None
+        raise SelfImproveError(f"{target}: cannot remove the skill ({e.strerror}); make it writable (chmod u+w) "
+                               "and re-run") from None
     return result

@@ -1,19 +1,38 @@
 """Console output shared by the commands: one rich console on stderr for
 progress (so stdout stays clean for RUN_DIR / --json), phase start/end lines
-with the Phase 3 budget clock."""
+with the Phase 3 budget clock, and the plain progress lines a training job
+prints when stderr is not a terminal.
+
+Output that is not a terminal (an agent's shell, a pipe, a log file) is never
+wrapped: rich would wrap it at 80 columns and split paths mid-word
+(`.../run_a_best_from_iter0/tra` / `in.log`), which then cannot be copied, and
+fold a table's checkpoint column. Such a console gets a width no line reaches,
+soft wrap, and no highlighting; a terminal keeps its own width.
+"""
 
 from __future__ import annotations
 
+import os
 import sys
+import threading
 import time
+from typing import IO
 
 from rich.console import Console
+from rich.markup import escape
+
+PIPE_WIDTH = 10_000  # columns of a non-terminal console: more than any path, log line or table row
+
+
+def _console(stream: IO[str], *, stderr: bool) -> Console:
+    tty = stream.isatty()
+    return Console(stderr=stderr, highlight=False, soft_wrap=not tty or not stderr,
+                   width=None if tty else PIPE_WIDTH)
+
 
 # Progress and human messages go to stderr; stdout carries only results.
-console = Console(stderr=True, highlight=False)
-# Piped output (make, CI, an agent's shell) gets 120 columns instead of rich's 80,
-# so the summary table keeps one line per arm.
-out = Console(highlight=False, soft_wrap=True, width=None if sys.stdout.isatty() else 120)
+console = _console(sys.stderr, stderr=True)
+out = _console(sys.stdout, stderr=False)
 
 
 def fmt_duration(seconds: float) -> str:
@@ -42,3 +61,62 @@ def phase_line(event: str, phase: str, phase3_start_ts: float | None = None, bud
     stamp = time.strftime("%H:%M:%S")
     tail = f" ({budget_line(phase3_start_ts, budget_seconds)})" if budget_seconds is not None else ""
     console.print(f"[dim]{stamp}[/dim] [bold]{phase}[/bold] {event}{tail}")
+
+
+# A training job watched without a terminal prints a plain progress line at least this often
+# (a rich progress bar draws nothing until it stops when its console is not a terminal, so
+# compare looked dead for minutes). SELFIMPROVE_PROGRESS_S overrides it; only the tests set it,
+# to see several lines from a job of a few seconds.
+PLAIN_PROGRESS_S = 30.0
+
+
+def plain_progress_interval() -> float:
+    try:
+        value = float(os.environ.get("SELFIMPROVE_PROGRESS_S", PLAIN_PROGRESS_S))
+    except ValueError:
+        return PLAIN_PROGRESS_S
+    return value if value > 0 else PLAIN_PROGRESS_S
+
+
+class PlainProgress:
+    """The part of rich.progress.Progress that the job watcher uses (add_task, update, a context),
+    printing one line per task on `console`: `[hh:mm:ss] run_a: step 12/100, train reward 0.412`,
+    when a task is added, at least every `interval` seconds while it is updated, and when it
+    completes. Thread-safe: `compare --parallel` watchers share one."""
+
+    def __init__(self, target: Console | None = None, interval: float | None = None) -> None:
+        self.console = target or console
+        self.interval = interval if interval is not None else plain_progress_interval()
+        self._tasks: dict[int, dict] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> "PlainProgress":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def add_task(self, description: str, total: int | None = None, **fields: object) -> int:
+        with self._lock:
+            task = len(self._tasks)
+            self._tasks[task] = {"name": description, "total": total, "completed": 0, "last": None, "done": False,
+                                 **fields}
+        self.update(task)
+        return task
+
+    def update(self, task: int, *, completed: int | None = None, **fields: object) -> None:
+        with self._lock:
+            t = self._tasks[task]
+            if completed is not None:
+                t["completed"] = completed
+            t.update(fields)
+            now = time.monotonic()
+            finished = t["total"] is not None and t["completed"] >= t["total"]
+            due = t["last"] is None or now - t["last"] >= self.interval or (finished and not t["done"])
+            if not due:
+                return
+            t["last"], t["done"] = now, finished
+            total = f"/{t['total']}" if t["total"] is not None else ""
+            line = (f"{time.strftime('%H:%M:%S')} {t['name']}: step {t['completed']}{total}, "
+                    f"train reward {t.get('reward', '-')}")
+        self.console.print(escape(line), highlight=False, soft_wrap=True)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..phases.bootstrap import parse_env_args
+from ..phases.bootstrap import check_hub_id, parse_env_args
 from ..phases.introspect import introspect
 from ..rundir import RunDir
 from ..stack.verifiers_classic import INTROSPECT_TIMEOUT_S
@@ -24,6 +24,7 @@ def command(
     ] = None,
     timeout: Annotated[float, typer.Option(help="Seconds allowed for loading the env and building its datasets.")] = INTROSPECT_TIMEOUT_S,
     env_args: Annotated[Optional[str], typer.Option(help="JSON object for load_environment: replaces run.json env_args, then introspects with them. Only before baseline starts (exit 2 after).")] = None,
+    hub_id: Annotated[Optional[str], typer.Option(help="The env's hub id owner/name (or an importable env id): replaces run.json hub_id, then introspects it; re-opens a run aborted because the old id was not on the hub. Only before baseline starts (exit 2 after).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 1: make the real environment importable and record its stack in hub_env.json.
@@ -35,16 +36,20 @@ def command(
     sentence, split sizes and 3 TRAIN rows (eval rows are never read).
 
     Exit codes: 0 done; 1 error (a hub env that does not exist also marks the run
-    aborted); 75 hub unreachable or run dir locked: retry later, nothing changed.
+    aborted: re-run with --hub-id owner/name to mend it); 2 bad flags, or --env-args /
+    --hub-id after baseline started; 75 hub unreachable or run dir locked: retry later, nothing changed.
 
     Example usage:
 
         selfimprove introspect --run-dir $RUN_DIR
         selfimprove introspect --run-dir $RUN_DIR --env-path ./environments/my_env
         selfimprove introspect --run-dir $RUN_DIR --env-args '{"num_train": 500}'   # before baseline only
+        selfimprove introspect --run-dir $RUN_DIR --hub-id owner/name               # before baseline only
     """
+    if hub_id is not None:
+        check_hub_id(hub_id)
     res = introspect(RunDir(run_dir), env_path=str(env_path) if env_path else None, timeout=timeout,
-                     env_args=parse_env_args(env_args) if env_args is not None else None)
+                     env_args=parse_env_args(env_args) if env_args is not None else None, hub_id=hub_id)
     h = res.hub_env
     if json_:
         print_json({"run_dir": str(RunDir(run_dir).root), "steps": res.steps, **h.model_dump(mode="json")})

@@ -37,7 +37,7 @@ from ..errors import JobFailed, RunDirError
 from ..faults import fault_point
 from ..models import FileModel
 from ..rundir import ArmDir, read_model, sorted_steps, write_model
-from ..ui import console
+from ..ui import PlainProgress, console
 from . import procs
 from .crash_cause import setup_failure
 from .rollouts import LineCounter, TrainRewardTracker
@@ -309,6 +309,8 @@ def _cap_deadline(rec: JobRecord, cap_s: float | None, pace: _Pace) -> float:
 def _new_progress():
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+    if not console.is_terminal:  # a bar would draw nothing until the job ends: print plain lines instead
+        return PlainProgress(console)
     return Progress(
         TextColumn("[bold]{task.description}[/bold] step"), BarColumn(), MofNCompleteColumn(),
         TextColumn("train reward {task.fields[reward]}"), TimeElapsedColumn(),

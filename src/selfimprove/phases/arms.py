@@ -24,6 +24,7 @@ from ..rundir import ArmDir, RunDir
 from ..stack import prime_rl
 from ..stack.dialects import dialect_for
 from .evals import aggregate_eval, expected_eval_examples
+from .overrides import TEACHER_KEYS, read_overrides  # noqa: F401  (TEACHER_KEYS: re-exported)
 from .staging import is_staged, stage_checkpoints
 
 
@@ -31,17 +32,6 @@ def stage(rd: RunDir, arm: ArmDir, step: int) -> None:
     """Stage iter_0's step-`step` trees into `arm` unless they are already there."""
     if not is_staged(arm, step):
         stage_checkpoints(rd.iter(0), arm, step)
-
-# Keys a teacher may change per iteration (the seed: "everything else is the
-# teacher's discretion"); the pinned ones (steps, batch, rollouts, resume, envs)
-# are not in this list and are refused.
-TEACHER_KEYS = {
-    "seq_len",
-    "trainer.optim.lr",
-    "orchestrator.train.sampling.temperature",
-    "orchestrator.train.sampling.max_completion_tokens",
-}
-
 
 def canonical_path(rd: RunDir) -> Path:
     """The canonical config iter_0 trained with (baseline copies it into iter_0/)."""
@@ -56,30 +46,10 @@ def canonical_config(rd: RunDir) -> dict:
     return dialect_for(rd.read_run()).read_toml(canonical_path(rd))
 
 
-def _flatten(d: dict, prefix: str = "") -> dict[str, object]:
-    out = {}
-    for k, v in d.items():
-        key = f"{prefix}.{k}" if prefix else k
-        if isinstance(v, dict):
-            out.update(_flatten(v, key))
-        else:
-            out[key] = v
-    return out
-
-
-def teacher_overrides(path: Path | None, dialect=prime_rl) -> dict:
-    """iter_N/overrides.toml: optional per-iteration knobs; pinned keys are refused by name,
-    and a key of the other prime-rl dialect is named as such, with this run's spelling."""
-    if path is None or not path.is_file():
-        return {}
-    data = dialect.read_toml(path)
-    bad = sorted(k for k in _flatten(data) if k not in TEACHER_KEYS)
-    hint = next((h for h in map(dialect.other_dialect_key, bad) if h), None)
-    if hint:
-        raise ConfigError(f"{path}: {hint} (this run writes {dialect.DIALECT}); allowed keys: {', '.join(sorted(TEACHER_KEYS))}")
-    if bad:
-        raise ConfigError(f"{path}: key '{bad[0]}' is pinned by the loop or unknown; allowed: {', '.join(sorted(TEACHER_KEYS))}")
-    return data
+def teacher_overrides(path: Path | None, dialect=prime_rl, *, model: str | None = None,
+                      canonical: dict | None = None) -> dict:
+    """iter_N/overrides.toml, checked (phases/overrides.py: keys, types, ranges, the student's context)."""
+    return read_overrides(path, dialect, model=model, canonical=canonical)
 
 
 def _wandb(cfg: RunConfig, name: str) -> dict | None:
@@ -221,7 +191,9 @@ def train_resumed_arm(rd: RunDir, cfg: RunConfig, arm: ArmDir, *, train_envs: li
     `seed`: the training seed (`arm_seed`); None keeps the canonical one (the iterations)."""
     n_eval = num_examples or expected_eval_examples(cfg, rd.read_hub_env())  # capped like iter_0's
     config = resumed_arm_config(rd, cfg, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
-                                wandb_name=wandb_name, overrides=teacher_overrides(overrides_file, dialect_for(cfg)),
+                                wandb_name=wandb_name,
+                                overrides=teacher_overrides(overrides_file, dialect_for(cfg), model=cfg.model,
+                                                            canonical=canonical_config(rd)),
                                 seed=seed)
     return train_arm(rd, cfg, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
                      rows=rows, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,

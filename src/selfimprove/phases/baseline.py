@@ -41,6 +41,7 @@ from ..ui import console
 from .bootstrap import check_init_from, init_from_source
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
+from .overrides import check_canonical_knobs
 from .signal import NEAR_ZERO_GROUP_SD, NO_SIGNAL_VERDICT, learning_signal, not_a_result
 
 CANONICAL_COPY = "canonical_rl.toml"  # iter_0/: the config iter_0 trained with
@@ -205,6 +206,7 @@ def _check_canonical(path: Path, dialect) -> list[str]:
         dialect.validate_config(canonical)
     except ConfigError as e:
         raise ConfigError(f"canonical config {path}: {e}; fix the file or pass another with --config") from None
+    check_canonical_knobs(canonical, f"canonical config {path}")  # every arm inherits its knobs: ranges too
     return renamed
 
 

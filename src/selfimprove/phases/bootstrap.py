@@ -38,11 +38,13 @@ from ..models import (
 )
 from ..faults import fault_point
 from ..rundir import RunDir, sorted_steps, write_model
+from ..scratchpad import real_env_line
 from ..stack import verifiers_classic as vc
 from ..stack.detect import choose_stack
 from ..stack.dialects import dialect_named
 from ..stack.env_python import choose_env_python, installed_modules
 from ..stack.verifiers_classic import env_module_name
+from .overrides import range_error
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
@@ -93,11 +95,13 @@ def parse_budget(text: str) -> int:
 def check_toml(path: Path, flag: str) -> None:
     """A config given on the command line must parse before any run dir exists (refused, exit 2)."""
     try:
-        tomllib.loads(path.read_bytes().decode("utf-8"))
+        data = tomllib.loads(path.read_bytes().decode("utf-8"))
     except UnicodeDecodeError:
         raise UsageError(f"{flag}: not UTF-8 text; save it as UTF-8 TOML or drop {flag.split()[0]}") from None
     except tomllib.TOMLDecodeError as e:
         raise UsageError(f"{flag}: not valid TOML ({e}); fix the file or drop {flag.split()[0]}") from None
+    if why := range_error(data):  # the knobs every arm inherits: typed and in range, like overrides.toml
+        raise UsageError(f"{flag}: {why}; fix the file or drop {flag.split()[0]}")
 
 
 def _no_json_constant(name: str) -> Any:
@@ -218,7 +222,7 @@ def scratchpad_header(cfg: RunConfig, run_dir: Path) -> str:
 
 - run dir: `{run_dir}`
 - started: {started}
-- real environment: `{cfg.hub_id}` (env args: `{json.dumps(cfg.env_args)}`)
+{real_env_line(cfg.hub_id, cfg.env_args)}
 - student: `{cfg.model}` on engine `{cfg.engine}`
 - budget (Phase 3 only): {cfg.budget_seconds} s, on a clock that starts at the first `selfimprove iterate` (bootstrap, introspect and baseline, including any first-use build of the student, are not charged; compare and finalize run after it); max iterations (incl. iter_0): {cfg.max_iters}
 - per run: {cfg.steps_per_run} new steps, batch {cfg.batch_size} rollouts = {cfg.unique_prompts_per_step} prompts x {cfg.rollouts_per_example}; eval on {cfg.eval_examples} examples of the real env
@@ -240,6 +244,13 @@ _HUB_ID_RE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.-]*/)?[A-Za-z0-9][A-Za-z0-9_.
 # Rollouts per step: far above any GPU run's (prime-rl's examples use <= 8192), low enough that
 # a typo (an extra 0 or ten) is caught here instead of as an out-of-memory crash in the engine.
 MAX_BATCH_SIZE = 1 << 20
+
+
+def check_hub_id(hub_id: str) -> None:
+    """--hub-id of bootstrap and introspect: a hub slug or an importable env id (exit 2 otherwise)."""
+    if not _HUB_ID_RE.match(hub_id):
+        raise UsageError(f"--hub-id '{hub_id}': expected owner/name (optionally @version) or an importable env id, "
+                         "with letters, digits, '-', '_' or '.' only")
 
 
 def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit_hub_id: bool,
@@ -311,9 +322,8 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     if len(opts.dataset) > MAX_DATASET_CHARS:
         raise UsageError(f"dataset '{opts.dataset[:40]}...': {len(opts.dataset)} characters, at most {MAX_DATASET_CHARS} "
                          "(it names the run dir and the generated packages); use a shorter name and --hub-id for the real id")
-    if opts.hub_id is not None and not _HUB_ID_RE.match(opts.hub_id):
-        raise UsageError(f"--hub-id '{opts.hub_id}': expected owner/name (optionally @version) or an importable env id, "
-                         "with letters, digits, '-', '_' or '.' only")
+    if opts.hub_id is not None:
+        check_hub_id(opts.hub_id)
     budget_seconds = parse_budget(opts.budget)
     if opts.max_iters < 1:
         raise UsageError(f"--max-iters {opts.max_iters}: must be >= 1 (iter_0 counts)")

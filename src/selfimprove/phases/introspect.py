@@ -37,7 +37,7 @@ from ..errors import EnvNotFound, RunDirError, UsageError
 from ..faults import fault_point
 from ..models import HubEnv, RunConfig
 from ..rundir import RunDir, atomic_write_text
-from ..scratchpad import marker
+from ..scratchpad import marker, real_env_line, with_env_line
 from ..stack import hub as prime_hub
 from ..stack import verifiers_classic as vc
 from ..stack.dialects import dialect_for
@@ -97,6 +97,23 @@ def _abort(rd: RunDir, cfg: RunConfig, reason: str) -> None:
     cfg.total_duration_s = round(now - cfg.start_ts, 1)
     _upsert_scratchpad(rd, f"{marker(SCRATCHPAD_KEY)}\n{SCRATCHPAD_HEADING}\n\n- ABORTED: {reason} (seed Phase 1).\n")
     rd.write_run(cfg)
+
+
+def _refuse_once_baseline_started(rd: RunDir, flag: str, field_name: str) -> None:
+    started = [p for p in (rd.iter(0).dir / "canonical_rl.toml", rd.iter(0).prime_out, rd.iter(0).eval_summary)
+               if p.exists()]
+    if started:
+        raise UsageError(f"{flag}: {rd.run_json} {field_name} is fixed once baseline has started ({started[0]} "
+                         f"exists); iter_0 trained with it. Start a new run with `selfimprove bootstrap {flag} ...` "
+                         "instead")
+
+
+def _sync_header(rd: RunDir, cfg: RunConfig) -> None:
+    """The scratchpad header's real-environment line, as run.json has it now."""
+    text = rd.read_scratchpad()
+    new = with_env_line(text, real_env_line(cfg.hub_id, cfg.env_args))
+    if new != text:
+        atomic_write_text(rd.scratchpad, new)
 
 
 def _upsert_scratchpad(rd: RunDir, section: str) -> None:
@@ -193,30 +210,41 @@ def scratchpad_entry(h: HubEnv) -> str:
 
 def introspect(
     rd: RunDir, env_path: str | None = None, timeout: float = vc.INTROSPECT_TIMEOUT_S,
-    env_args: dict[str, Any] | None = None,
+    env_args: dict[str, Any] | None = None, hub_id: str | None = None,
 ) -> IntrospectResult:
     """Run Phase 1 on a run dir; returns what was written to hub_env.json.
 
-    `env_args` replaces run.json env_args first (then the env is introspected with them);
-    allowed only before baseline started, since iter_0 and every later arm load the env with them."""
+    `env_args` / `hub_id` replace run.json's env_args / hub_id first (then the env is introspected
+    with them), and the scratchpad header's line follows; allowed only before baseline started,
+    since iter_0 and every later arm load the env with them. A new `hub_id` also re-opens a run
+    that Phase 1 aborted because the old id was not on the hub (the name given to bootstrap was
+    not a hub id), so that run dir is mended rather than a dead end."""
     rd.require()
     with rd.lock("introspect"):
         cfg = rd.read_run()
-        if cfg.status != "running":
+        new_hub = hub_id is not None and hub_id != cfg.hub_id
+        new_args = env_args is not None and env_args != cfg.env_args
+        # The one abort a new --hub-id undoes: Phase 1's own "not found" (nothing else ran yet)
+        missing_hub_env = cfg.status == "aborted" and cfg.reason == f"hub env {cfg.hub_id} not found"
+        if cfg.status != "running" and not (new_hub and missing_hub_env):
             why = f" ({cfg.reason})" if cfg.reason else ""
+            mend = (f" or name the right env: selfimprove introspect --run-dir {rd.root} --hub-id owner/name"
+                    if missing_hub_env else "")
             raise RunDirError(
                 f"run {rd.root} is {cfg.status}{why}; introspect runs only on a running run "
-                "(start a new one with `selfimprove bootstrap`)"
+                f"(start a new one with `selfimprove bootstrap`{mend})"
             )
-        if env_args is not None and env_args != cfg.env_args:
-            started = [p for p in (rd.iter(0).dir / "canonical_rl.toml", rd.iter(0).prime_out, rd.iter(0).eval_summary)
-                       if p.exists()]
-            if started:
-                raise UsageError(f"--env-args: {rd.run_json} env_args is fixed once baseline has started ({started[0]} "
-                                 "exists); iter_0 trained with them. Start a new run with `selfimprove bootstrap "
-                                 "--env-args ...` instead")
-            cfg.env_args = env_args
+        for flag, field_name, changed in (("--hub-id", "hub_id", new_hub), ("--env-args", "env_args", new_args)):
+            if changed:
+                _refuse_once_baseline_started(rd, flag, field_name)
+        if new_hub or new_args:
+            if new_hub and cfg.status != "running":  # re-opened: the abort's bookkeeping goes
+                cfg.status, cfg.reason, cfg.end_ts, cfg.total_duration_s = "running", None, None, None
+            cfg.hub_id = hub_id if new_hub else cfg.hub_id
+            cfg.env_args = env_args if new_args else cfg.env_args
             rd.write_run(cfg)
+        # run.json first, the header after it: a kill in between is repaired by any re-run
+        _sync_header(rd, cfg)
         python = env_python_of(cfg)
         phase_line("start", "introspect")
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)

@@ -10,7 +10,8 @@ stopped, and editing the generator re-runs exactly what depends on it.
                  clock starts at the first iterate, run.json phase3_start_ts)
     2 analyze    weakness_stats.json + failures.jsonl + analysis.json + skeletons + scratchpad entry
                  -> stop for the teacher
-    3 report     weakness_report.md front matter gate, teacher's scratchpad sections -> report_gate.json
+    3 report     overrides.toml's keys and ranges (phases/overrides.py, nothing written), then the
+                 weakness_report.md front matter gate, teacher's scratchpad sections -> report_gate.json
     4 generate   run gen_dataset.py in a subprocess, then drop the rows that overlap the evaluated
                  questions (a count is reported, never which)     -> dataset.jsonl + generate.json
     5 gate       every dataset rule, round trip, dedup, eval overlap, provenance vs failures.jsonl,
@@ -172,7 +173,12 @@ def run_one_iteration(
             + compact
         )
 
-    # 3. report gate
+    # 3a. the teacher's overrides.toml (if any), before anything is generated, packaged or trained:
+    # a bad knob is a failed gate now, not a job the engine refuses after minutes
+    if not it.eval_summary.is_file():
+        steps.overrides_gate(rd, it)
+
+    # 3b. report gate
     note(n, "report gate")
     report = steps.report_gate(rd, it, n)
 

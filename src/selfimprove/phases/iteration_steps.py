@@ -37,7 +37,7 @@ from ..ui import console
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
                                  package_name, provenance_mismatch)
 from .analyze import weakness_line
-from .arms import stage, train_resumed_arm  # noqa: F401  (re-exported for iterate)
+from .arms import canonical_config, stage, teacher_overrides, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
 
 _read_json = read_json_object  # a missing, damaged or non-object record means "step not done"
@@ -120,6 +120,12 @@ def teacher_files_untouched(it: ArmDir) -> bool:
 
 
 # ---------------------------------------------------------------- 3. report gate
+
+
+def overrides_gate(rd: RunDir, it: ArmDir) -> dict:
+    """iter_N/overrides.toml checked as training will read it (GateFailed naming the key and range)."""
+    cfg = rd.read_run()
+    return teacher_overrides(it.dir / "overrides.toml", dialect_for(cfg), model=cfg.model, canonical=canonical_config(rd))
 
 
 def report_gate(rd: RunDir, it: ArmDir, n: int) -> WeaknessReport:

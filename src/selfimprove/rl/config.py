@@ -30,6 +30,7 @@ Eval sampling: greedy unless [orchestrator.eval.sampling] temperature > 0.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -222,7 +223,7 @@ def resolve(cfg: dict) -> EngineConfig:
 
     ckpt = isinstance(cfg.get("ckpt"), dict)
     b1, b2 = _float(cfg, "trainer.optim.betas1", 0.9), _float(cfg, "trainer.optim.betas2", 0.99)
-    return EngineConfig(
+    return _in_range(EngineConfig(
         output_dir=Path(str(get_path(cfg, "output_dir"))),
         clean_output_dir=is_true(get_path(cfg, "clean_output_dir", False)),
         max_steps=max_steps,
@@ -245,7 +246,31 @@ def resolve(cfg: dict) -> EngineConfig:
         weight_decay=_float(cfg, "trainer.optim.weight_decay", 0.01),
         betas=(b1, b2),
         max_norm=_float(cfg, "trainer.optim.max_norm", 1.0),
-    )
+    ))
+
+
+def _in_range(e: EngineConfig) -> EngineConfig:
+    """prime-rl's bounds on the knobs a run varies, plus finiteness (TOML spells nan and inf): a
+    config that breaks them is refused before any step, naming the key, instead of training
+    (`temperature = nan` sampled garbage that was recorded as a flat result, `seq_len = -5` ran
+    until the tokenizer refused)."""
+    checks = [
+        ("seq_len", e.seq_len, "an integer >= 1", lambda v: v >= 1),
+        ("orchestrator.train.sampling.max_completion_tokens", e.max_tokens, "an integer >= 1", lambda v: v >= 1),
+        ("orchestrator.train.sampling.temperature", e.temperature, "a finite number >= 0",
+         lambda v: math.isfinite(v) and v >= 0),
+        ("trainer.optim.lr", e.lr, "a finite number >= 0", lambda v: math.isfinite(v) and v >= 0),
+    ]
+    if e.eval is not None:
+        checks += [
+            ("orchestrator.eval.sampling.max_completion_tokens", e.eval.max_tokens, "an integer >= 1", lambda v: v >= 1),
+            ("orchestrator.eval.sampling.temperature", e.eval.temperature, "a finite number >= 0",
+             lambda v: math.isfinite(v) and v >= 0),
+        ]
+    for key, value, allowed, ok in checks:
+        if value is not None and not ok(value):
+            raise ConfigError(f"{CONFIG_ERROR}: {key} = {value}: must be {allowed}")
+    return e
 
 
 # ---------------------------------------------------------------- the v0.8 dialect

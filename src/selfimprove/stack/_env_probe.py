@@ -98,6 +98,35 @@ def callable_name(fn: Any) -> str:
     return getattr(fn, "__name__", None) or type(fn).__name__
 
 
+def reaches_parser(func: Any, parser: Any) -> bool:
+    """True when a reward function uses a parser of the env's parser class itself, through a
+    closure cell or a module global (followed into the helper functions it names), rather than
+    the `parser` argument the rubric passes it."""
+    todo, seen = [func], set()
+    while todo:
+        f = todo.pop()
+        f = getattr(f, "__func__", f)  # a bound method
+        f = f.func if hasattr(f, "func") and not hasattr(f, "__code__") else f  # functools.partial
+        code = getattr(f, "__code__", None)
+        if code is None or id(f) in seen:
+            continue
+        seen.add(id(f))
+        values = []
+        for cell in getattr(f, "__closure__", None) or ():
+            try:
+                values.append(cell.cell_contents)
+            except ValueError:  # an empty cell
+                pass
+        names = getattr(f, "__globals__", {})
+        values += [names[n] for n in code.co_names if n in names]
+        for v in values:
+            if v is parser or type(v) is type(parser):
+                return True
+            if hasattr(v, "__code__") or hasattr(v, "__func__"):  # a helper it calls
+                todo.append(v)
+    return False
+
+
 def class_chain(obj: Any) -> list[str]:
     """Names of the object's class and its bases, most specific first (without `object`)."""
     return [c.__name__ for c in type(obj).__mro__ if c is not object]
@@ -270,10 +299,16 @@ def introspect(env_id: str, env_args: dict[str, Any], n_samples: int) -> dict[st
 
     rubric_parser = getattr(main, "parser", None)
     if rubric_parser is not None and type(rubric_parser) is not type(parser):
-        warnings.append(
-            f"the rubric's parser ({type(rubric_parser).__name__}) differs from the env's parser "
-            f"({type(parser).__name__}); rewards are computed with the rubric's"
-        )
+        # Only a reward function that takes the rubric's `parser` argument gets the rubric's parser;
+        # one that calls the env's parser itself (verifiers' reverse_text) is told apart, not warned about.
+        funcs = list(getattr(main, "funcs", None) or getattr(main, "reward_funcs", None) or [])
+        given = [callable_name(f) for f in funcs if not reaches_parser(f, parser)]
+        if given or not funcs:
+            warnings.append(
+                f"the rubric's parser ({type(rubric_parser).__name__}) differs from the env's parser "
+                f"({type(parser).__name__}); {', '.join(given) or 'its reward functions'} "
+                "score with the rubric's"
+            )
 
     try:
         import verifiers

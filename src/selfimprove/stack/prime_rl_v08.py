@@ -376,14 +376,19 @@ def _arm_config(*, start_step: int, model: str, new_steps: int, batch_size: int,
     if not train_envs:
         raise ConfigError(f"{CONFIG_ERROR}: no training env given; [[orchestrator.train.source]] needs at least one block")
     max_steps = start_step + new_steps
-    sampling: dict[str, Any] = {"max_completion_tokens": train_max_tokens or SEED_TRAIN_MAX_TOKENS}
+    # `is None`, not `or`: a 0 must be refused by name, never silently become the default
+    seq_len = SEED_SEQ_LEN if seq_len is None else seq_len
+    train_max_tokens = SEED_TRAIN_MAX_TOKENS if train_max_tokens is None else train_max_tokens
+    eval_max_tokens = EVAL_MAX_TOKENS if eval_max_tokens is None else eval_max_tokens
+    seed_dialect._positive(seq_len=seq_len, max_completion_tokens=train_max_tokens, eval_max_completion_tokens=eval_max_tokens)
+    sampling: dict[str, Any] = {"max_completion_tokens": train_max_tokens}
     if temperature is not None:
         sampling["temperature"] = temperature
     orch: dict[str, Any] = {"batch_size": batch_size, "group_size": rollouts_per_example}
     orch["train"] = {"sampling": sampling, "source": [source(b) for b in train_envs]}
     orch["eval"] = {
         "interval": max_steps,
-        "sampling": {"max_completion_tokens": eval_max_tokens or EVAL_MAX_TOKENS},
+        "sampling": {"max_completion_tokens": eval_max_tokens},
         "source": [_eval_source(eval_env_id, eval_env_args, num_examples)],
     }
     table = copy.deepcopy(renderer) if isinstance(renderer, dict) else ({"name": renderer} if renderer else {})
@@ -391,7 +396,7 @@ def _arm_config(*, start_step: int, model: str, new_steps: int, batch_size: int,
         table["name"] = "default" if needs_default_renderer(model) else "auto"  # main: a table always carries name
     orch["renderer"] = table
 
-    cfg: dict[str, Any] = {"max_steps": max_steps, "seq_len": seq_len or SEED_SEQ_LEN}
+    cfg: dict[str, Any] = {"max_steps": max_steps, "seq_len": seq_len}
     if clean:
         cfg["clean"] = True
     if wandb:
