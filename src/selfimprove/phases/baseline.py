@@ -36,7 +36,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_text, read_model, sorted_steps
 from ..stack import prime_rl
 from ..stack.dialects import dialect_for
 from ..stats import wilson_interval
-from ..student_limits import check_env_text, check_token_budget, model_context
+from ..student_limits import check_env_text, check_token_budget, completion_budget_cuts, model_context
 from ..ui import console
 from .bootstrap import check_init_from
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
@@ -234,6 +234,7 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     dialect.write_toml(arm.eval_overlay, overlay, partial=True)
     cmd = engine_command(cfg) + dialect.rl_command_args([canonical_path, arm.eval_overlay], overrides, arm.prime_out)
     job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet)
+    note_budget_cuts(arm, quiet)
     if not arm.trainer_ckpt(steps).exists():
         raise JobFailed(
             f"iter_0: the job finished but saved no checkpoint {arm.trainer_ckpt(steps)}; Phase 3 has nothing to "
@@ -242,6 +243,26 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     with abort_run_on_unparseable_eval(rd, "iter_0"):
         summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
     return summary, job
+
+
+def note_budget_cuts(arm: ArmDir, quiet: bool) -> list[str]:
+    """When the engine gave a split fewer completion tokens than the config asked (the longest prompt
+    left less room), say so on the console in one line and state the value in force in
+    iter_0/eval_overlay.toml: the overlay alone said 2048 where the engine gave 43, and the cut showed
+    only as an INFO line in train.log. Later arms ask for the same values, so the same cut holds."""
+    cuts = completion_budget_cuts(arm.prime_out)
+    if not cuts:
+        return []
+    if not quiet:
+        console.print(f"iter_0: the engine cut the completion budget: {'; '.join(cuts)}; see {arm.eval_overlay}",
+                      highlight=False, markup=False, soft_wrap=True)
+    if arm.eval_overlay.is_file():
+        text = arm.eval_overlay.read_text(encoding="utf-8")
+        if "# In force:" not in text:
+            lines = "".join(f"# In force: {c}.\n" for c in cuts)
+            atomic_write_text(arm.eval_overlay, text.rstrip("\n") + "\n\n# The engine caps each budget by the room the "
+                              "longest prompt leaves (prime_out/completion_budget.json):\n" + lines)
+    return cuts
 
 
 # ---------------------------------------------------------------- 2A: --init-from
