@@ -38,8 +38,9 @@ from ..stack.dialects import dialect_for
 from ..stats import wilson_interval
 from ..student_limits import check_env_text, check_token_budget, completion_budget_cuts, model_context
 from ..ui import console
+from . import holdout
 from .bootstrap import check_init_from
-from .evals import EVAL_FILE, abort_run_on_unparseable_eval, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
+from .evals import EVAL_FILE, abort_run_on_unparseable_eval, evaluated_split, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
 from .signal import NEAR_ZERO_GROUP_SD, NO_SIGNAL_VERDICT, learning_signal
 
@@ -56,6 +57,12 @@ class BaselineResult:
 def _note(quiet: bool, msg: str) -> None:
     if not quiet:
         console.print(msg, highlight=False)
+
+
+def _note_line(quiet: bool, msg: str) -> None:
+    """One console line however wide (a note a user greps for, e.g. 'in-sample', never wrapped)."""
+    if not quiet:
+        console.print(msg, highlight=False, markup=False, soft_wrap=True)
 
 
 def run_baseline(rd: RunDir, *, restart: bool = False, resume: bool = False, config: str | None = None,
@@ -134,7 +141,9 @@ def _bookkeep(rd: RunDir, arm: ArmDir, cfg: RunConfig, summary: EvalSummary) -> 
     text = rd.read_scratchpad()
     if not scratchpad.has_entry(text, "iter_0"):
         traj = None if inherited else train_trajectory(arm)
-        rd.append_scratchpad(scratchpad.render_iter0(summary, trajectory=traj, init_from=cfg.init_from if inherited else None))
+        held = holdout.scratchpad_line(holdout.read_record(rd)) if not inherited else None
+        rd.append_scratchpad(scratchpad.render_iter0(summary, trajectory=traj, init_from=cfg.init_from if inherited else None,
+                                                     split=evaluated_split(_hub_env(rd)), notes=(held,) if held else ()))
 
 
 # ---------------------------------------------------------------- 2B: train iter_0
@@ -219,6 +228,14 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     canonical_path = find_canonical(rd, arm, cfg, hub, config, quiet)
     canonical = dialect.read_toml(canonical_path)
     overlay = dialect.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
+    # No eval split: the n_eval train rows that are scored are held out of training (or the run says it is in-sample).
+    held = holdout.prepare(rd, cfg, hub, n_eval)
+    if held is not None and held["in_sample"]:
+        _note_line(quiet, f"iter_0: {holdout.in_sample_line(held)}")
+    elif held is not None:
+        overlay = dialect.deep_merge(overlay, holdout.train_envs_overlay(rd, dialect.canonical_train_envs(canonical)))
+        _note_line(quiet, f"iter_0: the env has no eval split: its first {n_eval} train rows are scored, so they are "
+                          f"held out of training ({held['package']}, {held.get('train_rows_left')} train rows left)")
     overrides = dialect.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
                                            rollouts_per_example=cfg.rollouts_per_example, canonical=canonical)
     merged = dialect.deep_merge(dialect.deep_merge(canonical, overlay), overrides)
@@ -253,9 +270,7 @@ def note_budget_cuts(arm: ArmDir, quiet: bool) -> list[str]:
     cuts = completion_budget_cuts(arm.prime_out)
     if not cuts:
         return []
-    if not quiet:
-        console.print(f"iter_0: the engine cut the completion budget: {'; '.join(cuts)}; see {arm.eval_overlay}",
-                      highlight=False, markup=False, soft_wrap=True)
+    _note_line(quiet, f"iter_0: the engine cut the completion budget: {'; '.join(cuts)}; see {arm.eval_overlay}")
     if arm.eval_overlay.is_file():
         text = arm.eval_overlay.read_text(encoding="utf-8")
         if "# In force:" not in text:

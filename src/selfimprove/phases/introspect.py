@@ -225,7 +225,8 @@ def introspect(
         # through the API the run's engine loads the env with: the classic probe (load_environment), or
         # in a v1 run the Taskset first (a bad one is refused before any slower load), then the classic
         # probe only when the env also has a classic side; a Taskset-only env is described by its Taskset
-        api, info, taskset = dialect_for(cfg).env_api.describe_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python)
+        api, info, taskset = dialect_for(cfg).env_api.describe_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python,
+                                                                   evaluated_examples=cfg.eval_examples)
         warnings = list(info.get("warnings") or [])
         warnings += qwen3_warnings(cfg.model, info["parser_class"], info.get("parser_config") or {})
         hub = HubEnv(
@@ -248,6 +249,7 @@ def introspect(
             verifiers_version=info.get("verifiers_version"),
             introspected_at=time.time(),
             evaluated_rows=evaluated_rows_note(info.get("eval_size"), info.get("train_size"), cfg.eval_examples),
+            evaluated_example_ids=info.get("evaluated_example_ids"),
         )
         hub.api, hub.taskset = api, taskset
         for w in warnings:

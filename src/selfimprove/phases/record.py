@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..rundir import RunDir, atomic_write_text, read_json_object
 from ..scratchpad import WORKED_PLACEHOLDER
 from ..stats import compare_arms, seed_verdict
-from .evals import train_trajectory
+from .evals import NO_EVAL_SPLIT, evaluated_split, hub_env_of, train_trajectory
 
 RESULTS_MARKER = "<!-- results:iter_{n} -->"  # where section 5 of iteration n's entry goes
 RESULTS_PLACEHOLDER = "_to be filled at the end of training._"
@@ -42,9 +42,11 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         if p is not None
         else "vs iter_0: no shared example ids to pair"
     )
+    split = evaluated_split(hub_env_of(rd))
+    measured_on = f"examples: {NO_EVAL_SPLIT}" if split == NO_EVAL_SPLIT else "examples of the real eval split"
     text = (
         f"- eval_acc {cur.eval_acc:.3f} (95% Wilson [{lo:.3f}, {hi:.3f}], n={cur.n_eval} rollouts on "
-        f"{cur.n_examples} examples of the real eval split), reward mean {cur.eval_reward_mean:.3f}\n"
+        f"{cur.n_examples} {measured_on}), reward mean {cur.eval_reward_mean:.3f}\n"
         f"- train reward by 20-step bucket: {_trajectory_line(rd, n)}\n"
         f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**\n"
         f"- noise check: {noise}\n"

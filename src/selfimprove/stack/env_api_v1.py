@@ -31,8 +31,8 @@ def has_classic_side(env_module: str, python: str | None = None) -> bool:
     return text is None or bool(re.search(r"^def\s+load_environment\s*\(", text, re.M))
 
 
-def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, python: str | None = None
-                 ) -> tuple[str, dict[str, Any], dict | None]:
+def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, python: str | None = None,
+                 evaluated_examples: int = -1) -> tuple[str, dict[str, Any], dict | None]:
     """(hub_env.json `api`, its classic-shaped fields, its `taskset` section) for the run's env.
 
     The Taskset is probed first (a bad one is refused before any slower load). An env that also has
@@ -44,7 +44,8 @@ def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, pytho
     taskset = probe_taskset(module, env_args, python, timeout)
     samples, version = taskset.pop("train_samples"), taskset.pop("verifiers_version")
     if has_classic_side(module, python):
-        return API, vc.introspect_env(env_id, env_args, timeout=timeout, python=python), taskset
+        return API, vc.introspect_env(env_id, env_args, timeout=timeout, python=python,
+                                      evaluated_examples=evaluated_examples), taskset
     parsers = taskset["answer_extraction"]["parsers"]
     parser = parsers[0] if parsers else {}
     warnings = [] if taskset["eval_rows"] is not None else [
