@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterator
 
 from ..engines.rollout_rows import train_rows
 from ..engines.rollouts import train_steps
-from ..errors import RunDirError, SelfImproveError
+from ..errors import SelfImproveError
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text
 from ..weakness import Rollout, default_group, prompt_index, weakness_stats
 
@@ -96,10 +96,8 @@ def sealed_train_ids(rd: RunDir) -> frozenset:
     verifiers scores the first train rows): sealed like eval rows, so their train rollouts of the REAL
     env (iter_0) are dropped before anything reaches the teacher. Empty with an eval split. Generated
     rows (iter_N) reuse the same small ids for other questions, so this applies to real-env arms only."""
-    try:
-        hub = rd.read_hub_env() if rd.hub_env_json.is_file() else None
-    except RunDirError:
-        return frozenset()
+    # an unreadable hub_env.json stops here (RunDirError naming it): guessing "nothing sealed" would leak
+    hub = rd.read_hub_env() if rd.hub_env_json.is_file() else None
     return frozenset(hub.evaluated_example_ids or []) if hub is not None and hub.eval_size is None else frozenset()
 
 

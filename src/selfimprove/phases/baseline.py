@@ -340,6 +340,11 @@ def _inherit(rd: RunDir, arm: ArmDir, cfg: RunConfig, quiet: bool) -> EvalSummar
         find_canonical(rd, arm, cfg, _hub_env(rd), None, quiet)
     except ConfigError as e:
         _note(quiet, f"warning: no canonical config frozen for the inherited iter_0 ({e}); iterate will need one")
+    # Runs B and C train on the real env here: without an eval split they need the hold-out too (what the
+    # inherited iter_0 trained on is the prior run's business: its own iter_0/heldout.json says)
+    held = holdout.prepare(rd, cfg, _hub_env(rd), expected_eval_examples(cfg, _hub_env(rd)))
+    if held is not None and held["in_sample"]:
+        _note_line(quiet, f"iter_0 (inherited): {holdout.in_sample_line(held)}")
     prior = _prior_metrics(src, final)
     try:  # the sealed aggregate of the inherited eval file gives per-example scores for paired tests
         agg: EvalSummary | None = summarize(arm, step=final, expected_examples=1, source="init-from", key="iter_0")

@@ -34,6 +34,7 @@ from ..rundir import RunDir, atomic_write_text, read_json_object
 from ..stack import verifiers_classic as vc
 from ..stack.env_package import install_and_verify, package_name, write_package_record
 from ..stack.env_python import env_python_of
+from .evals import expected_eval_examples
 
 RECORD = "heldout.json"  # iter_0/: what iter_0 and the controls train on instead of the real env
 PROJECT_DIR = "heldout_env"  # iter_0/: the wrapper's project (pyproject.toml + package)
@@ -101,8 +102,13 @@ def prepare(rd: RunDir, cfg: RunConfig, hub: HubEnv | None, held_out: int) -> di
 
 def held_out_train_envs(rd: RunDir, envs: list[dict]) -> list[dict]:
     """`envs` ([[orchestrator.train.env]] blocks) with each block of the real env pointed at the hold-out
-    wrapper (its args kept: the wrapper passes them on); unchanged when nothing is held out."""
+    wrapper (its args kept: the wrapper passes them on); unchanged when nothing is held out. A missing or
+    damaged iter_0/heldout.json of an env without an eval split is made again (`prepare`), never read
+    as "nothing held out": that would train Run B/C on the scored rows."""
     record = read_record(rd)
+    if record is None and rd.hub_env_json.is_file():
+        cfg, hub = rd.read_run(), rd.read_hub_env()
+        record = prepare(rd, cfg, hub, expected_eval_examples(cfg, hub))
     if not record or record.get("in_sample") or not record.get("package"):
         return envs
     out = []

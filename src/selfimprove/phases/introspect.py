@@ -67,7 +67,8 @@ def evaluated_rows_note(eval_size: int | None, train_size: int | None, eval_exam
         return f"eval split ({eval_size} rows)"
     n = min(eval_examples, train_size) if train_size is not None else eval_examples
     return (f"the first {n} train rows: the env has no eval split, so verifiers evaluates on them; "
-            "the dataset gate keeps them out of generated data, but they are also real train rows")
+            "baseline holds them out of training (iter_0/heldout.json says so, or that scores are in-sample), "
+            "and the dataset gate keeps them out of generated data")
 
 
 def qwen3_warnings(model: str, parser_class: str, parser_config: dict) -> list[str]:

@@ -263,7 +263,8 @@ def introspect(env_id: str, env_args: dict[str, Any], n_samples: int, evaluated_
         warnings.append("the environment has no train dataset: no answer-format samples")
     if evalset is None:
         warnings.append("the environment has no eval dataset: verifiers evaluates on the first train rows "
-                        "(hub_env.json evaluated_rows; the dataset gate indexes those rows for decontamination)")
+                        "(hub_env.json evaluated_rows; baseline holds them out of training, and the dataset gate "
+                        "indexes them for decontamination)")
 
     # Without an eval split the first rows are the evaluated ones: sealed, so no sample is drawn from them
     # and only their ids leave this process (the tool keeps their rollouts from the teacher by id).
