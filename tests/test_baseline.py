@@ -60,10 +60,12 @@ def test_engine_cut_of_the_eval_budget_is_one_console_line_and_stated_in_the_ove
     """Issue 24: the overlay said max_completion_tokens = 2048 while the engine gave 43, and the cut
     showed only in train.log. Baseline now says it on the console and in the overlay."""
     monkeypatch.setenv("FAKE_RL_EVAL_BUDGET", "43")
+    monkeypatch.setenv("FAKE_RL_ANSWERS_OVER", "3")
     res = cli("baseline", "--run-dir", run)
     assert res.exit_code == 0, res.output
     said = [ln for ln in res.output.splitlines() if "cut the completion budget" in ln]
     assert len(said) == 1 and "eval max_completion_tokens" in said[0] and "-> 43 in force" in said[0], said
+    assert [ln for ln in res.output.splitlines() if "3 eval answers are longer than the 43-token budget" in ln]
     overlay = (run / "iter_0" / "eval_overlay.toml").read_text()
     assert "# In force: eval max_completion_tokens" in overlay and "-> 43 in force" in overlay
     assert prime_rl.read_toml(run / "iter_0" / "eval_overlay.toml")["orchestrator"]["eval"]["sampling"]

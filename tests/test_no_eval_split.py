@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import textwrap
 import sys
 from pathlib import Path
 
@@ -157,3 +158,31 @@ def test_evaluated_train_rows_never_reach_the_teacher(run: RunDir):
     assert "sealed too" in stats["note"]
     everything = arm_weakness(run.iter(0), run.read_eval_summary(run.iter(0)).final_step)
     assert 0 < stats["real"]["window"]["rollouts"] < everything["window"]["rollouts"]
+
+
+V1_FIVE = textwrap.dedent("""
+    import verifiers.v1 as vf
+    class D(vf.TaskData):
+        answer: str
+    class T(vf.Task[D]):
+        @vf.reward(weight=1.0)
+        async def exact(self, task, trace) -> float:
+            return float(trace.last_message.content.strip() == task.answer)
+    class S(vf.Taskset[T, vf.TasksetConfig]):
+        def load(self):
+            for i in range(8):
+                yield T(D(idx=100 + i, prompt=f"{i}+{i}", answer=str(2 * i)), self.config.task)
+    __all__ = ["S"]
+""")
+
+
+def test_v1_taskset_without_eval_split_records_the_evaluated_ids(tmp_path, monkeypatch):
+    """A Taskset with no eval split is scored on its first tasks: their ids are recorded (the analysis drops
+    their train rollouts by id) and no train sample is one of them."""
+    from selfimprove.stack.verifiers_v1 import describe_taskset
+
+    (tmp_path / "v1_no_eval_five.py").write_text(V1_FIVE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    d = describe_taskset("v1_no_eval_five", {}, evaluated_examples=5)
+    assert d["eval_rows"] is None and d["evaluated_example_ids"] == [100, 101, 102, 103, 104]
+    assert d["train_samples"] and {s["question"] for s in d["train_samples"]} <= {"5+5", "6+6", "7+7"}

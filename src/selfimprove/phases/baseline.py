@@ -36,7 +36,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_text, read_model, sorted_steps
 from ..stack import prime_rl
 from ..stack.dialects import dialect_for
 from ..stats import wilson_interval
-from ..student_limits import check_env_text, check_token_budget, completion_budget_cuts, model_context
+from ..student_limits import check_env_text, answers_over_budget, check_token_budget, completion_budget_cuts, model_context
 from ..ui import console
 from . import holdout
 from .bootstrap import check_init_from
@@ -267,7 +267,10 @@ def note_budget_cuts(arm: ArmDir, quiet: bool) -> list[str]:
     left less room), say so on the console in one line and state the value in force in
     iter_0/eval_overlay.toml: the overlay alone said 2048 where the engine gave 43, and the cut showed
     only as an INFO line in train.log. Later arms ask for the same values, so the same cut holds."""
-    cuts = completion_budget_cuts(arm.prime_out)
+    cuts, too_long = completion_budget_cuts(arm.prime_out), answers_over_budget(arm.prime_out)
+    if too_long:  # a row whose answer alone does not fit can never be solved: say so beside the cut
+        _note_line(quiet, f"iter_0: {'; '.join(too_long)} (those rows cannot be answered in full; "
+                          f"{arm.prime_out / 'completion_budget.json'})")
     if not cuts:
         return []
     _note_line(quiet, f"iter_0: the engine cut the completion budget: {'; '.join(cuts)}; see {arm.eval_overlay}")

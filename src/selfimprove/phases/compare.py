@@ -94,6 +94,7 @@ def write_best_iter(rd: RunDir, best: IterRecord) -> dict:
         "eval_acc": best.eval_acc,
         "acc_ci95": list(best.acc_ci95),
         "n_eval": best.n_eval,
+        "eval_split": best.eval_split,  # "train (no eval split)" for an env without one
         "eval_reward_mean": best.eval_reward_mean,
         "BEST_DATASET": str(it.dir / "dataset.jsonl"),
         "BEST_ENV_DIR": str(it.dir / pkg),

@@ -41,8 +41,9 @@ def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, pytho
     from . import verifiers_classic as vc
 
     module = vc.env_module_name(env_id)
-    taskset = probe_taskset(module, env_args, python, timeout)
+    taskset = probe_taskset(module, env_args, python, timeout, evaluated_examples=evaluated_examples)
     samples, version = taskset.pop("train_samples"), taskset.pop("verifiers_version")
+    sealed_ids = taskset.pop("evaluated_example_ids", None)
     if has_classic_side(module, python):
         return API, vc.introspect_env(env_id, env_args, timeout=timeout, python=python,
                                       evaluated_examples=evaluated_examples), taskset
@@ -63,6 +64,7 @@ def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, pytho
         "train_size": taskset["train_rows"],
         "eval_size": taskset["eval_rows"],
         "train_samples": samples,
+        "evaluated_example_ids": sealed_ids,
         "warnings": warnings,
         "verifiers_version": version,
     }
