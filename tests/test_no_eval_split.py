@@ -186,3 +186,17 @@ def test_v1_taskset_without_eval_split_records_the_evaluated_ids(tmp_path, monke
     d = describe_taskset("v1_no_eval_five", {}, evaluated_examples=5)
     assert d["eval_rows"] is None and d["evaluated_example_ids"] == [100, 101, 102, 103, 104]
     assert d["train_samples"] and {s["question"] for s in d["train_samples"]} <= {"5+5", "6+6", "7+7"}
+
+
+def test_iteration_results_say_train_no_eval_split(run: RunDir):
+    """The scratchpad's iteration results said "examples of the real eval split" on an env without one."""
+    from selfimprove.phases.record import record_iteration
+
+    hub = run.read_hub_env()
+    hub.eval_size, hub.evaluated_example_ids = None, [0, 1, 2, 3, 4]
+    run.write_hub_env(hub)
+    run.iter(1).dir.mkdir(parents=True, exist_ok=True)
+    run.iter(1).eval_summary.write_bytes(run.iter(0).eval_summary.read_bytes())  # iter_1 scored like iter_0
+    record_iteration(run, 1)
+    results = run.read_scratchpad().split("iter_1 results")[-1]
+    assert f"examples: {NO_EVAL_SPLIT})" in results and "real eval split" not in results
