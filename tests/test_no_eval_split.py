@@ -200,3 +200,16 @@ def test_iteration_results_say_train_no_eval_split(run: RunDir):
     record_iteration(run, 1)
     results = run.read_scratchpad().split("iter_1 results")[-1]
     assert f"examples: {NO_EVAL_SPLIT})" in results and "real eval split" not in results
+
+
+def test_a_damaged_or_stale_record_is_made_again(env_on_path, fake_engine, new_run, tmp_path):
+    """heldout.json without a package, or for other env args, is never trusted: prepare decides again."""
+    run_dir = new_run("reverse", "--hub-id", env_on_path, "--eval-examples", "30", *SMALL)
+    rd = RunDir(run_dir)
+    hub = no_eval_hub(evaluated=30)
+    (run_dir / "iter_0").mkdir(exist_ok=True)
+    for stale in ({"held_out": 30, "in_sample": False}, {"env_id": ENV_ID, "env_args": {"num_train": 9},
+                                                         "held_out": 30, "in_sample": True, "reason": "x"}):
+        (run_dir / "iter_0" / "heldout.json").write_text(json.dumps(stale))
+        record = holdout.prepare(rd, rd.read_run(), hub, 30)
+        assert record["in_sample"] is True and record["env_args"] == {} and "lower --eval-examples" in record["reason"]

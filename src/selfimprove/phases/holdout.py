@@ -86,8 +86,10 @@ def prepare(rd: RunDir, cfg: RunConfig, hub: HubEnv | None, held_out: int) -> di
         return None
     record = read_record(rd)
     python = env_python_of(cfg)
-    if record is not None and record.get("held_out") == held_out and (
-            record.get("in_sample") or vc.is_importable(record["package"], python)):
+    same = record is not None and (record.get("env_id"), record.get("env_args"), record.get("held_out")) == (
+        hub.env_id, hub.env_args, held_out)
+    if same and (record.get("in_sample") is True or (
+            isinstance(record.get("package"), str) and vc.is_importable(record["package"], python))):
         return record  # done before (or a live job trains on it: never reinstall under it)
     record = _decide(cfg, hub, held_out)
     if not record["in_sample"]:
