@@ -55,6 +55,31 @@ def run(new_run, fake_engine: Path) -> Path:
 # ---------------------------------------------------------------- 2B
 
 
+def test_engine_cut_of_the_eval_budget_is_one_console_line_and_stated_in_the_overlay(
+        run: Path, cli, fake_engine: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 24: the overlay said max_completion_tokens = 2048 while the engine gave 43, and the cut
+    showed only in train.log. Baseline now says it on the console and in the overlay."""
+    monkeypatch.setenv("FAKE_RL_EVAL_BUDGET", "43")
+    monkeypatch.setenv("FAKE_RL_ANSWERS_OVER", "3")
+    res = cli("baseline", "--run-dir", run)
+    assert res.exit_code == 0, res.output
+    said = [ln for ln in res.output.splitlines() if "cut the completion budget" in ln]
+    assert len(said) == 1 and "eval max_completion_tokens" in said[0] and "-> 43 in force" in said[0], said
+    assert [ln for ln in res.output.splitlines() if "3 eval answers are longer than the 43-token budget" in ln]
+    overlay = (run / "iter_0" / "eval_overlay.toml").read_text()
+    assert "# In force: eval max_completion_tokens" in overlay and "-> 43 in force" in overlay
+    assert prime_rl.read_toml(run / "iter_0" / "eval_overlay.toml")["orchestrator"]["eval"]["sampling"]
+
+
+def test_no_budget_line_when_the_engine_cut_nothing(run: Path, cli, fake_engine: Path) -> None:
+    res = cli("baseline", "--run-dir", run)
+    assert res.exit_code == 0, res.output
+    assert "cut the completion budget" not in res.output
+    assert "# In force" not in (run / "iter_0" / "eval_overlay.toml").read_text()
+
+
+
+
 def test_2b_end_to_end(run: Path, cli, fake_engine: Path) -> None:
     """Canonical config + overlay + launch + sealed aggregation + metrics + run.json + scratchpad; re-run is a no-op."""
     res = cli("baseline", "--run-dir", run)

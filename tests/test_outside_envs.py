@@ -184,11 +184,28 @@ def test_engine_caps_completions_by_the_models_context_not_seq_len_only():
     prompt = [{"role": "user", "content": "x" * 40}]
     spec = EnvSpec(id="e", name="e", args={}, ratio=None, env=None, rows=[{"prompt": prompt}])
     room = 256 - len(render_prompt(tok, prompt))
-    assert _max_tokens(1024, 2048, 256, tok, [spec], "k") == room
-    assert _max_tokens(None, None, 256, tok, [spec], "k") == room
+    assert _max_tokens(1024, 2048, 256, tok, [spec], "k")[0] == room
+    assert _max_tokens(None, None, 256, tok, [spec], "k")[0] == room
     spec.rows = [{"prompt": [{"role": "user", "content": "x" * 300}]}]
     with pytest.raises(ConfigError, match="no room for k"):
         _max_tokens(24, 2048, 256, tok, [spec], "k")
+
+
+def test_engine_budget_covers_a_long_prompt_beyond_the_first_200_rows():
+    """Issue 24: the cap came from the first 200 rows, so prompts of row 201+ overran the context.
+    Every row counts now, and an answer longer than the budget is counted."""
+    from selfimprove.rl.rollouts import EnvSpec
+    from selfimprove.rl.student import build_tokenizer, render_prompt
+    from selfimprove.rl.train import _max_tokens, answers_over
+
+    tok = build_tokenizer()
+    short, long = [{"role": "user", "content": "x" * 20}], [{"role": "user", "content": "y" * 170}]
+    rows = [{"prompt": short, "answer": "1"} for _ in range(300)] + [{"prompt": long, "answer": "z" * 95}]
+    spec = EnvSpec(id="e", name="e", args={}, ratio=None, env=None, rows=rows)
+    budget, longest = _max_tokens(1024, 256, 256, tok, [spec], "k")
+    assert longest == len(render_prompt(tok, long))
+    assert budget == 256 - longest and budget + longest <= 256
+    assert answers_over(tok, [spec], budget) == (1, 301)
 
 
 # ---------------------------------------------------------------- 3. text the student cannot encode

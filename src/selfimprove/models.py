@@ -252,6 +252,10 @@ class HubEnv(FileModel):
     # What every arm is scored on, and so what the dataset gate keeps out of generated data:
     # "eval split (N rows)", or the first N train rows when the env has no eval split.
     evaluated_rows: str | None = None
+    # Without an eval split: the example ids of those first train rows (ids only, they are sealed); their
+    # train rollouts never reach the teacher (failures.jsonl, analysis.json, weakness_stats.json).
+    # None: the env has an eval split, or (a Taskset-only v1 env) the ids are not known.
+    evaluated_example_ids: list[int | str] | None = None
     # Which verifiers API the run's engine loads the env through: "verifiers.classic" (load_environment;
     # the fields above) or "verifiers.v1" (a Taskset; `taskset` holds its Task class, rewards, train/eval
     # config and how rewards read the answer, from stack.verifiers_v1.describe_taskset).

@@ -79,11 +79,14 @@ def render_trajectory(trajectory: list[dict]) -> str:
 
 
 def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_from: str | None = None,
-                 ts: float | None = None, warning: str | None = None) -> str:
+                 ts: float | None = None, warning: str | None = None, split: str = "eval",
+                 notes: tuple[str, ...] = ()) -> str:
     """The seed's iter_0 entry: source, eval_acc with interval and n, trajectory by 20-step buckets, checkpoint.
 
     For --init-from the source reads "Inherited via --init-from" and there is no trajectory (seed 2A.3).
     `warning` (the no-signal "NOT A RESULT" line) goes first, in bold, above the score.
+    `split` labels what eval_acc was measured on ("train (no eval split)" for an env without one);
+    `notes` are extra bullet lines (e.g. whether the evaluated rows were held out of training).
     """
     lines = [marker("iter_0"), f"## Iteration 0 — baseline ({utc_stamp(ts)})", ""]
     if warning:
@@ -93,7 +96,7 @@ def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_fr
     else:
         lines.append(f"- Source: trained here on the real environment ({summary.final_step} steps)")
     lines += [
-        f"- eval_acc: {fmt_acc(summary)}; correctness rule: {summary.correct_rule}",
+        f"- eval_acc: {fmt_acc(summary)}{'' if split == 'eval' else f' on {split}'}; correctness rule: {summary.correct_rule}",
         f"- eval_reward_mean: {summary.eval_reward_mean:.3f} over {summary.n_eval} eval rollouts",
     ]
     if summary.train_reward_mean is not None:
@@ -102,6 +105,7 @@ def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_fr
         lines.append(f"- train_reward_mean: {summary.train_reward_mean:.3f} ({span})")
     if summary.dropped_lines:
         lines.append(f"- note: {summary.dropped_lines} torn eval line(s) dropped")
+    lines += list(notes)
     lines.append(f"- Checkpoint: `{summary.checkpoint or 'none'}`")
     if not init_from:
         lines += ["", "Train reward trajectory (20-step buckets):", "", render_trajectory(trajectory or [])]

@@ -27,6 +27,7 @@ from typing import Any
 from .errors import ConfigError
 from .stack.prime_rl import get_path
 
+BUDGET_FILE = "completion_budget.json"  # <output_dir>/ of a CPU-engine job: the completion budgets in force
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len")
 TRAIN_TOKENS_KEYS = ("orchestrator.train.sampling.max_completion_tokens", "orchestrator.train.sampling.max_tokens")
 # ChatML as the built-in students render it: "<|im_start|>role\n" + content + "<|im_end|>\n" per turn,
@@ -145,3 +146,42 @@ def check_env_text(hub: Any, model: str, seq_len: int | None, where: str) -> Non
     if longest >= limit:
         raise ConfigError(f"{where}: seq_len: a train prompt of {hub.env_id} is {longest} tokens for {model}, which "
                           f"attends over {limit} positions: no room for a completion; use a model with a longer context")
+
+
+def _budget_record(output_dir: Path) -> dict:
+    try:
+        record = json.loads((Path(output_dir) / BUDGET_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing (prime-rl writes none), torn or not UTF-8: nothing to report
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def answers_over_budget(output_dir: Path) -> list[str]:
+    """One phrase per split some of whose reference answers alone are longer than its completion budget
+    in force ("3 eval answers are longer than the 89-token budget"): those rows cannot be answered in full."""
+    record = _budget_record(output_dir)
+    over = record.get("answers_longer_than_budget")
+    out = []
+    for split in ("train", "eval"):
+        n, b = (over or {}).get(split) if isinstance(over, dict) else None, record.get(split)
+        if isinstance(n, int) and n > 0 and isinstance(b, dict):
+            out.append(f"{n} {split} answers are longer than the {b.get('in_force')}-token budget")
+    return out
+
+
+def completion_budget_cuts(output_dir: Path) -> list[str]:
+    """One line per split whose completion budget the engine cut below what the config asked
+    (`<output_dir>/completion_budget.json`, written by the CPU engine at start), e.g. "eval
+    max_completion_tokens 2048 -> 43 in force (the longest eval prompt takes 213 of 256 positions)".
+    Empty when nothing was cut, or for an engine that writes no such file (prime-rl)."""
+    record = _budget_record(output_dir)
+    out = []
+    for split in ("train", "eval"):
+        b = record.get(split)
+        if not isinstance(b, dict) or not isinstance(b.get("in_force"), int):
+            continue
+        asked = b.get("requested")  # None: the config asks for whatever room the prompt leaves (no cut)
+        if isinstance(asked, int) and b["in_force"] < asked:
+            out.append(f"{split} max_completion_tokens {asked} -> {b['in_force']} in force (the longest {split} "
+                       f"prompt takes {b.get('longest_prompt')} of {record.get('positions')} positions)")
+    return out

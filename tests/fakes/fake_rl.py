@@ -36,6 +36,9 @@ Checkpoints at multiples of [ckpt] interval; evals at step 0 and at multiples of
     FAKE_RL_ACC=0.4           eval accuracy (seeded, deterministic)
     FAKE_RL_LAUNCH_LOG=PATH   append "<pid> <argv>" per launch
     FAKE_RL_END_STAMP=PATH    write time.time() as the very last action before exiting (0 or 1)
+    FAKE_RL_EVAL_BUDGET=N     write OUT/completion_budget.json as the CPU engine does, with N eval
+                              completion tokens in force (the config's value as requested), and
+                              FAKE_RL_ANSWERS_OVER=K eval answers longer than that budget
     FAKE_RL_TRAIN_DATA_LOG=PATH  append one JSON line per train env: the sha256 of the dataset.jsonl
                               the installed package of that id holds (what a real engine would train on)
 """
@@ -241,6 +244,13 @@ def main() -> None:
             die(f"FileExistsError: {out / 'checkpoints'} holds checkpoints; set clean_output_dir = true")
         start = 0
     print(f"fake rl: model={cfg.get('model', {}).get('name')} steps {start}->{max_steps} batch={batch} rpe={rpe}", flush=True)
+    if budget := os.environ.get("FAKE_RL_EVAL_BUDGET"):
+        out.mkdir(parents=True, exist_ok=True)
+        asked = ev.get("sampling", {}).get("max_completion_tokens")
+        (out / "completion_budget.json").write_text(json.dumps({
+            "positions": 256, "train": {"requested": None, "in_force": 128, "longest_prompt": 128},
+            "eval": {"requested": asked, "in_force": int(budget), "longest_prompt": 256 - int(budget)},
+            "answers_longer_than_budget": {"train": 0, "eval": int(os.environ.get("FAKE_RL_ANSWERS_OVER", "0"))}}))
     if data_log := os.environ.get("FAKE_RL_TRAIN_DATA_LOG"):
         log_train_data(Path(data_log), out, orch.get("train", {}).get("env", []))
 

@@ -56,7 +56,8 @@ def command(
         print_json(result)
         return
     b = result["best"]
-    out.print(f"BEST_ITER = iter_{b['best_iter']} (eval_acc {b['eval_acc']:.3f} on {b['n_eval']} examples)", markup=False)
+    split = "" if b.get("eval_split", "eval") == "eval" else f", {b['eval_split']}"
+    out.print(f"BEST_ITER = iter_{b['best_iter']} (eval_acc {b['eval_acc']:.3f} on {b['n_eval']} examples{split})", markup=False)
     for arm, rec in result["arms"].items():
         lo, hi = rec["acc_ci95"]
         seed = f", training seed {rec['seed']}" if rec.get("seed") is not None else ""

@@ -12,7 +12,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from ..errors import PhaseOrderError, TeacherError, UsageError
-from ..phases.analyze import arm_weakness
+from ..phases.analyze import arm_weakness, sealed_train_ids
 from ..phases.iterate import current_iteration
 from ..phases.order import baseline_done
 from ..rundir import RunDir, read_json_object
@@ -70,7 +70,8 @@ def load_stats(rd: RunDir, iteration: int | None, source: str, group_by: str | N
         raise PhaseOrderError(f"{arm.eval_summary}: missing; iter_{n - 1} has not finished")
     label = "the real env's train split" if source == "real" else f"{arm.name}'s generated rows"
     stats = arm_weakness(arm, summary.final_step, group_of=load_group_fn(group_by) if group_by else default_group,
-                         grouping=group_by or "default", label=label)
+                         grouping=group_by or "default", label=label,
+                         sealed=sealed_train_ids(rd) if source == "real" else frozenset())
     return {**stats, "iteration": n}
 
 

@@ -35,6 +35,9 @@ from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text
 from ..weakness import Rollout, default_group, prompt_index, weakness_stats
 
 FAILURE_LIMIT = 200
+SEALED_NOTE = "TRAIN rollouts only; eval rows are sealed and never read here"
+SEALED_TRAIN_NOTE = ("; the env has no eval split, so the train rows the engine evaluates are sealed too: "
+                     "their rollouts are left out")
 MAX_STEPS_BACK = 10
 
 
@@ -88,10 +91,24 @@ def _train_records(path: Path) -> Iterator[tuple[int, dict]]:
                     yield idx, rollout
 
 
-def read_train_rollouts(path: Path, step: int) -> list[dict]:
-    """Train rows of one step, with their (step, idx) origin."""
-    rows = []
+def sealed_train_ids(rd: RunDir) -> frozenset:
+    """Example ids of the real env's train rows the engine evaluates (the env has no eval split, so
+    verifiers scores the first train rows): sealed like eval rows, so their train rollouts of the REAL
+    env (iter_0) are dropped before anything reaches the teacher. Empty with an eval split. Generated
+    rows (iter_N) reuse the same small ids for other questions, so this applies to real-env arms only."""
+    # an unreadable hub_env.json stops here (RunDirError naming it): guessing "nothing sealed" would leak
+    hub = rd.read_hub_env() if rd.hub_env_json.is_file() else None
+    return frozenset(hub.evaluated_example_ids or []) if hub is not None and hub.eval_size is None else frozenset()
+
+
+def read_train_rollouts(path: Path, step: int, sealed: frozenset = frozenset()) -> tuple[list[dict], int]:
+    """(train rows of one step with their (step, idx) origin, rollouts dropped because their example id
+    is in `sealed`: evaluated train rows of an env without an eval split)."""
+    rows, dropped = [], 0
     for idx, rollout in _train_records(path):
+        if rollout.get("example_id") in sealed:
+            dropped += 1
+            continue
         text = completion_text(rollout.get("completion"))
         rows.append({
             "step": step,
@@ -106,7 +123,7 @@ def read_train_rollouts(path: Path, step: int) -> list[dict]:
             "completion_tokens": completion_tokens(rollout.get("token_usage")),
             "metrics": rollout.get("metrics") or {},
         })
-    return rows
+    return rows, dropped
 
 
 def _solved(rollout: dict) -> bool:
@@ -119,30 +136,32 @@ def _solved(rollout: dict) -> bool:
     return isinstance(reward, (int, float)) and not isinstance(reward, bool) and reward >= 0.5
 
 
-def stat_rollouts(arm: ArmDir, up_to: int | None = None) -> Iterator[Rollout]:
-    """Every TRAIN rollout of `arm` (all steps up to `up_to`) as a Rollout; completions are dropped as
-    each line is read, so a long run's text never sits in memory."""
+def stat_rollouts(arm: ArmDir, up_to: int | None = None, sealed: frozenset = frozenset()) -> Iterator[Rollout]:
+    """Every TRAIN rollout of `arm` (all steps up to `up_to`) as a Rollout, except those of a `sealed`
+    example id; completions are dropped as each line is read, so a long run's text never sits in memory."""
     for step in train_steps(arm, up_to=up_to):
         for _idx, rollout in _train_records(arm.train_file(step)):
+            if rollout.get("example_id") in sealed:
+                continue
             yield Rollout(step=step, question=prompt_text(rollout.get("prompt")), solved=_solved(rollout),
                           truncated=bool(rollout.get("is_truncated", False)), example_id=rollout.get("example_id"))
 
 
 def arm_weakness(arm: ArmDir, up_to: int | None = None, *, group_of: Callable[[str], str] = default_group,
-                 grouping: str = "default", label: str = "") -> dict:
-    """Weakness statistics of one arm's TRAIN rollouts over its whole run."""
-    return weakness_stats(stat_rollouts(arm, up_to), group_of=group_of, grouping=grouping,
+                 grouping: str = "default", label: str = "", sealed: frozenset = frozenset()) -> dict:
+    """Weakness statistics of one arm's TRAIN rollouts over its whole run (`sealed`: example ids left out)."""
+    return weakness_stats(stat_rollouts(arm, up_to, sealed), group_of=group_of, grouping=grouping,
                           source={"arm": arm.name, "rows": label})
 
 
 def write_weakness_stats(rd: RunDir, n: int, *, final_steps: dict[int, int]) -> dict:
     """iter_N/weakness_stats.json: `real` (iter_0 on the real env) and, for N >= 2, `previous` (iter_{N-1}
     on the teacher's rows). `final_steps` maps an iteration to its recorded final step."""
-    real = arm_weakness(rd.iter(0), final_steps.get(0), label="the real env's train split")
+    sealed = sealed_train_ids(rd)
+    real = arm_weakness(rd.iter(0), final_steps.get(0), label="the real env's train split", sealed=sealed)
     previous = (arm_weakness(rd.iter(n - 1), final_steps.get(n - 1), label=f"iter_{n - 1}'s generated rows")
                 if n >= 2 else None)
-    record = {"iteration": n, "real": real, "previous": previous,
-              "note": "TRAIN rollouts only; eval rows are sealed and never read here"}
+    record = {"iteration": n, "real": real, "previous": previous, "note": SEALED_NOTE + (SEALED_TRAIN_NOTE if sealed else "")}
     atomic_write_json(rd.iter(n).dir / "weakness_stats.json", record)
     return record
 
@@ -210,11 +229,13 @@ def analyze_failures(
     limit: int = FAILURE_LIMIT,
     max_steps_back: int = MAX_STEPS_BACK,
     weakness: dict | None = None,
+    sealed: frozenset = frozenset(),
 ) -> dict:
     """Write failures.jsonl then analysis.json (last: its existence marks the step done).
 
     `weakness`: the weakness statistics of `prev`'s run; each failure then carries its prompt's
-    solve rate over the run, its group, and the group's rate and class."""
+    solve rate over the run, its group, and the group's rate and class. `sealed`: example ids whose
+    rollouts are left out (the evaluated train rows, when `prev` trained on the real env)."""
     steps = train_steps(prev, up_to=prev_final_step)
     if not steps:
         raise SelfImproveError(
@@ -225,8 +246,10 @@ def analyze_failures(
     used: list[int] = []
     all_rows: list[dict] = []
     failures: list[dict] = []
+    dropped = 0
     for step in steps:
-        rows = read_train_rollouts(prev.train_file(step), step)
+        rows, n_sealed = read_train_rollouts(prev.train_file(step), step, sealed)
+        dropped += n_sealed
         used.append(step)
         all_rows.extend(rows)
         max_reward = max((r["reward"] for r in rows), default=1.0)
@@ -250,8 +273,10 @@ def analyze_failures(
         "reward_by_length_quartile": _quartiles(all_rows),
         "reward_histogram": _histogram(rewards),
         "weakness_classes": weakness["by_class"] if weakness else None,
-        "note": "train rollouts only; eval rows are sealed and never read here",
+        "note": SEALED_NOTE + (SEALED_TRAIN_NOTE if sealed else ""),
     }
+    if sealed:
+        analysis["n_evaluated_train_rollouts_left_out"] = dropped
     atomic_write_text(
         out_dir / "failures.jsonl",
         "".join(json.dumps({"rank": i, **r}) + "\n" for i, r in enumerate(failures)),

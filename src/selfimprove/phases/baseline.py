@@ -36,10 +36,11 @@ from ..rundir import ArmDir, RunDir, atomic_write_text, read_model, sorted_steps
 from ..stack import prime_rl
 from ..stack.dialects import dialect_for
 from ..stats import wilson_interval
-from ..student_limits import check_env_text, check_token_budget, model_context
+from ..student_limits import check_env_text, answers_over_budget, check_token_budget, completion_budget_cuts, model_context
 from ..ui import console
+from . import holdout
 from .bootstrap import check_init_from, init_from_source
-from .evals import EVAL_FILE, abort_run_on_unparseable_eval, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
+from .evals import EVAL_FILE, abort_run_on_unparseable_eval, evaluated_split, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
 from .overrides import check_canonical_knobs
 from .signal import NEAR_ZERO_GROUP_SD, NO_SIGNAL_VERDICT, learning_signal, not_a_result
@@ -57,6 +58,12 @@ class BaselineResult:
 def _note(quiet: bool, msg: str) -> None:
     if not quiet:
         console.print(msg, highlight=False)
+
+
+def _note_line(quiet: bool, msg: str) -> None:
+    """One console line however wide (a note a user greps for, e.g. 'in-sample', never wrapped)."""
+    if not quiet:
+        console.print(msg, highlight=False, markup=False, soft_wrap=True)
 
 
 def run_baseline(rd: RunDir, *, restart: bool = False, resume: bool = False, config: str | None = None,
@@ -135,8 +142,10 @@ def _bookkeep(rd: RunDir, arm: ArmDir, cfg: RunConfig, summary: EvalSummary) -> 
     text = rd.read_scratchpad()
     if not scratchpad.has_entry(text, "iter_0"):
         traj = None if inherited else train_trajectory(arm)
+        held = holdout.scratchpad_line(holdout.read_record(rd)) if not inherited else None
         rd.append_scratchpad(scratchpad.render_iter0(summary, trajectory=traj, init_from=cfg.init_from if inherited else None,
-                                                     warning=not_a_result(cfg.learning_signal)))
+                                                     warning=not_a_result(cfg.learning_signal),
+                                                     split=evaluated_split(_hub_env(rd)), notes=(held,) if held else ()))
 
 
 # ---------------------------------------------------------------- 2B: train iter_0
@@ -222,6 +231,14 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     canonical_path = find_canonical(rd, arm, cfg, hub, config, quiet)
     canonical = dialect.read_toml(canonical_path)
     overlay = dialect.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
+    # No eval split: the n_eval train rows that are scored are held out of training (or the run says it is in-sample).
+    held = holdout.prepare(rd, cfg, hub, n_eval)
+    if held is not None and held["in_sample"]:
+        _note_line(quiet, f"iter_0: {holdout.in_sample_line(held)}")
+    elif held is not None:
+        overlay = dialect.deep_merge(overlay, holdout.train_envs_overlay(rd, dialect.canonical_train_envs(canonical)))
+        _note_line(quiet, f"iter_0: the env has no eval split: its first {n_eval} train rows are scored, so they are "
+                          f"held out of training ({held['package']}, {held.get('train_rows_left')} train rows left)")
     overrides = dialect.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
                                            rollouts_per_example=cfg.rollouts_per_example, canonical=canonical)
     merged = dialect.deep_merge(dialect.deep_merge(canonical, overlay), overrides)
@@ -237,6 +254,7 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     dialect.write_toml(arm.eval_overlay, overlay, partial=True)
     cmd = engine_command(cfg) + dialect.rl_command_args([canonical_path, arm.eval_overlay], overrides, arm.prime_out)
     job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet)
+    note_budget_cuts(arm, quiet)
     if not arm.trainer_ckpt(steps).exists():
         raise JobFailed(
             f"iter_0: the job finished but saved no checkpoint {arm.trainer_ckpt(steps)}; Phase 3 has nothing to "
@@ -245,6 +263,27 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     with abort_run_on_unparseable_eval(rd, "iter_0"):
         summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
     return summary, job
+
+
+def note_budget_cuts(arm: ArmDir, quiet: bool) -> list[str]:
+    """When the engine gave a split fewer completion tokens than the config asked (the longest prompt
+    left less room), say so on the console in one line and state the value in force in
+    iter_0/eval_overlay.toml: the overlay alone said 2048 where the engine gave 43, and the cut showed
+    only as an INFO line in train.log. Later arms ask for the same values, so the same cut holds."""
+    cuts, too_long = completion_budget_cuts(arm.prime_out), answers_over_budget(arm.prime_out)
+    if too_long:  # a row whose answer alone does not fit can never be solved: say so beside the cut
+        _note_line(quiet, f"iter_0: {'; '.join(too_long)} (those rows cannot be answered in full; "
+                          f"{arm.prime_out / 'completion_budget.json'})")
+    if not cuts:
+        return []
+    _note_line(quiet, f"iter_0: the engine cut the completion budget: {'; '.join(cuts)}; see {arm.eval_overlay}")
+    if arm.eval_overlay.is_file():
+        text = arm.eval_overlay.read_text(encoding="utf-8")
+        if "# In force:" not in text:
+            lines = "".join(f"# In force: {c}.\n" for c in cuts)
+            atomic_write_text(arm.eval_overlay, text.rstrip("\n") + "\n\n# The engine caps each budget by the room the "
+                              "longest prompt leaves (prime_out/completion_budget.json):\n" + lines)
+    return cuts
 
 
 # ---------------------------------------------------------------- 2A: --init-from
@@ -309,6 +348,11 @@ def _inherit(rd: RunDir, arm: ArmDir, cfg: RunConfig, quiet: bool) -> EvalSummar
         find_canonical(rd, arm, cfg, _hub_env(rd), None, quiet)
     except ConfigError as e:
         _note(quiet, f"warning: no canonical config frozen for the inherited iter_0 ({e}); iterate will need one")
+    # Runs B and C train on the real env here: without an eval split they need the hold-out too (what the
+    # inherited iter_0 trained on is the prior run's business: its own iter_0/heldout.json says)
+    held = holdout.prepare(rd, cfg, _hub_env(rd), expected_eval_examples(cfg, _hub_env(rd)))
+    if held is not None and held["in_sample"]:
+        _note_line(quiet, f"iter_0 (inherited): {holdout.in_sample_line(held)}")
     prior = _prior_metrics(src, final)
     try:  # the sealed aggregate of the inherited eval file gives per-example scores for paired tests
         agg: EvalSummary | None = summarize(arm, step=final, expected_examples=1, source="init-from", key="iter_0")

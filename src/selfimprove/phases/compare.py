@@ -61,6 +61,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_json, seed_key, split_seed_key
 from ..stack.env_package import count_rows
 from ..ui import console
 from . import iteration_steps as steps
+from .holdout import held_out_train_envs
 from .order import require_phase_order
 from .arms import (arm_seed, canonical_config, fresh_arm_config, recorded_seed, retrain_with_seed, train_arm,
                    train_resumed_arm)
@@ -93,6 +94,7 @@ def write_best_iter(rd: RunDir, best: IterRecord) -> dict:
         "eval_acc": best.eval_acc,
         "acc_ci95": list(best.acc_ci95),
         "n_eval": best.n_eval,
+        "eval_split": best.eval_split,  # "train (no eval split)" for an env without one
         "eval_reward_mean": best.eval_reward_mean,
         "BEST_DATASET": str(it.dir / "dataset.jsonl"),
         "BEST_ENV_DIR": str(it.dir / pkg),
@@ -175,7 +177,8 @@ def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, seed_index: i
     arm = rd.control(arm_key, seed_index)
     arm.dir.mkdir(parents=True, exist_ok=True)
     f = steps.iter0_final_step(rd)
-    real_envs = dialect_for(cfg).canonical_train_envs(canonical_config(rd))
+    # the real env's blocks point at the hold-out wrapper when the env has no eval split (phases/holdout.py)
+    real_envs = held_out_train_envs(rd, dialect_for(cfg).canonical_train_envs(canonical_config(rd)))
     # Runs A and C replay the best iteration's overrides.toml (the teacher's knobs) and share their seeds
     # (arm_seed, none of them the best iteration's): Run A repeats the best iteration with other seeds, and
     # Run A vs Run C differs by the training data only.

@@ -26,7 +26,7 @@ from typing import Iterator
 
 from ..engines.rollout_rows import sealed_scores
 from ..engines.rollouts import EVAL_FILE, TRAIN_FILE, train_rewards, train_steps
-from ..errors import EvalAggregationError, EvalParseError
+from ..errors import EvalAggregationError, EvalParseError, RunDirError
 from ..faults import fault_point
 from ..models import EvalSummary, ExampleScore, HubEnv, IterRecord, RunConfig
 from ..rundir import CONTROL_ARMS, ArmDir, RunDir, write_model
@@ -35,6 +35,23 @@ from ..stats import wilson_interval
 TRAIN_MEAN_STEPS = 10  # train_reward_mean: over the last this-many train steps
 RULE_IS_CORRECT = "metrics.is_correct"
 RULE_REWARD = "reward >= 0.5"
+
+
+NO_EVAL_SPLIT = "train (no eval split)"  # the label of every score of an env without an eval split (README)
+
+
+def evaluated_split(hub: HubEnv | None) -> str:
+    """What the numbers were measured on, as every label says it: "eval", or "train (no eval split)" when
+    the env has no eval split and the engine scores the first train rows instead."""
+    return NO_EVAL_SPLIT if hub is not None and hub.eval_size is None else "eval"
+
+
+def hub_env_of(rd: RunDir) -> HubEnv | None:
+    """hub_env.json, or None when it is missing or unreadable (labels fall back to "eval")."""
+    try:
+        return rd.read_hub_env() if rd.hub_env_json.is_file() else None
+    except RunDirError:  # a label must not fail a phase; the phase that needs hub_env.json says why
+        return None
 
 
 def expected_eval_examples(cfg: RunConfig, hub: HubEnv | None) -> int:
@@ -224,6 +241,7 @@ def record_summary(rd: RunDir, summary: EvalSummary, *, key: str | None = None, 
         eval_acc=summary.eval_acc, eval_reward_mean=summary.eval_reward_mean, n_eval=summary.n_eval,
         acc_ci95=summary.acc_ci95, train_reward_mean=summary.train_reward_mean, rows=rows,
         checkpoint=summary.checkpoint, final_step=summary.final_step, source=summary.source, ts=time.time(),
+        eval_split=evaluated_split(hub_env_of(rd)),
     )
     rd.record_arm(rec)
     return rec

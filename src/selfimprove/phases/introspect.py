@@ -67,7 +67,8 @@ def evaluated_rows_note(eval_size: int | None, train_size: int | None, eval_exam
         return f"eval split ({eval_size} rows)"
     n = min(eval_examples, train_size) if train_size is not None else eval_examples
     return (f"the first {n} train rows: the env has no eval split, so verifiers evaluates on them; "
-            "the dataset gate keeps them out of generated data, but they are also real train rows")
+            "baseline holds them out of training (iter_0/heldout.json says so, or that scores are in-sample), "
+            "and the dataset gate keeps them out of generated data")
 
 
 def qwen3_warnings(model: str, parser_class: str, parser_config: dict) -> list[str]:
@@ -253,7 +254,8 @@ def introspect(
         # through the API the run's engine loads the env with: the classic probe (load_environment), or
         # in a v1 run the Taskset first (a bad one is refused before any slower load), then the classic
         # probe only when the env also has a classic side; a Taskset-only env is described by its Taskset
-        api, info, taskset = dialect_for(cfg).env_api.describe_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python)
+        api, info, taskset = dialect_for(cfg).env_api.describe_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python,
+                                                                   evaluated_examples=cfg.eval_examples)
         warnings = list(info.get("warnings") or [])
         warnings += qwen3_warnings(cfg.model, info["parser_class"], info.get("parser_config") or {})
         hub = HubEnv(
@@ -276,6 +278,7 @@ def introspect(
             verifiers_version=info.get("verifiers_version"),
             introspected_at=time.time(),
             evaluated_rows=evaluated_rows_note(info.get("eval_size"), info.get("train_size"), cfg.eval_examples),
+            evaluated_example_ids=info.get("evaluated_example_ids"),
         )
         hub.api, hub.taskset = api, taskset
         for w in warnings:

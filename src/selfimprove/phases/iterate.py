@@ -38,7 +38,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_json
 from ..stack.env_python import env_python_of
 from ..ui import console
 from . import iteration_steps as steps
-from .analyze import analyze_failures, write_weakness_stats
+from .analyze import analyze_failures, sealed_train_ids, write_weakness_stats
 from .evals import abort_run_on_unparseable_eval, record_summary
 from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT
@@ -160,7 +160,8 @@ def run_one_iteration(
         final_steps = {0: steps.iter0_final_step(rd), n - 1: prev_summary.final_step or 0}
         weakness = write_weakness_stats(rd, n, final_steps=final_steps)
         analysis = analyze_failures(prev, it.dir, prev_eval_acc=prev_summary.eval_acc, prev_final_step=prev_summary.final_step or 0,
-                                    weakness=weakness["previous"] or weakness["real"])
+                                    weakness=weakness["previous"] or weakness["real"],
+                                    sealed=sealed_train_ids(rd) if n == 1 else frozenset())  # iter_0: the real env
         steps.append_iteration_entry(rd, n, analysis, weakness["real"])
         steps.write_skeletons(rd, n, analysis)
     if steps.teacher_files_untouched(it):

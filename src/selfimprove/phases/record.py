@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..rundir import RunDir, atomic_write_text, read_json_object
 from ..scratchpad import WORKED_PLACEHOLDER
 from ..stats import compare_arms, seed_verdict
-from .evals import train_trajectory
+from .evals import NO_EVAL_SPLIT, evaluated_split, hub_env_of, train_trajectory
 from .signal import not_a_result
 
 RESULTS_MARKER = "<!-- results:iter_{n} -->"  # where section 5 of iteration n's entry goes
@@ -43,11 +43,13 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         if p is not None
         else "vs iter_0: no shared example ids to pair"
     )
+    split = evaluated_split(hub_env_of(rd))
+    measured_on = f"examples: {NO_EVAL_SPLIT}" if split == NO_EVAL_SPLIT else "examples of the real eval split"
     warning = not_a_result(rd.read_run().learning_signal)
     lines = [f"- **{warning}**"] if warning else []  # the score below is no evidence of learning
     lines += [
         f"- eval_acc {cur.eval_acc:.3f} (95% Wilson [{lo:.3f}, {hi:.3f}], n={cur.n_eval} rollouts on "
-        f"{cur.n_examples} examples of the real eval split), reward mean {cur.eval_reward_mean:.3f}",
+        f"{cur.n_examples} {measured_on}), reward mean {cur.eval_reward_mean:.3f}",
         f"- train reward by 20-step bucket: {_trajectory_line(rd, n)}",
         f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**",
         f"- noise check: {noise}",

@@ -260,7 +260,19 @@ def system_prompt_from_rows(ds: Any) -> str | None:
     return None
 
 
-def introspect(env_id: str, env_args: dict[str, Any], n_samples: int) -> dict[str, Any]:
+def evaluated_ids(env: Any, train: Any, n: int) -> list[Any]:
+    """The example ids of the train rows the engine evaluates when the env has no eval split: verifiers'
+    get_eval_dataset(n) falls back to get_dataset(n), the first n rows (ids only: they are sealed)."""
+    if callable(getattr(env, "get_dataset", None)):
+        ds = env.get_dataset(n=n)
+    else:  # older verifiers: datasets are attributes
+        ds = train.select(range(min(n, len(train)))) if n > 0 else train
+    if "example_id" in ds.column_names:
+        return [v if isinstance(v, (int, str)) else str(v) for v in ds["example_id"]]
+    return list(range(len(ds)))
+
+
+def introspect(env_id: str, env_args: dict[str, Any], n_samples: int, evaluated_examples: int = -1) -> dict[str, Any]:
     env = load_env(env_id, env_args)
     warnings: list[str] = []
     parser = env.parser
@@ -280,11 +292,20 @@ def introspect(env_id: str, env_args: dict[str, Any], n_samples: int) -> dict[st
         warnings.append("the environment has no train dataset: no answer-format samples")
     if evalset is None:
         warnings.append("the environment has no eval dataset: verifiers evaluates on the first train rows "
-                        "(hub_env.json evaluated_rows; the dataset gate indexes those rows for decontamination)")
+                        "(hub_env.json evaluated_rows; baseline holds them out of training, and the dataset gate "
+                        "indexes them for decontamination)")
 
+    # Without an eval split the first rows are the evaluated ones: sealed, so no sample is drawn from them
+    # and only their ids leave this process (the tool keeps their rollouts from the teacher by id).
+    sealed_ids: list[Any] | None = None
+    first_unsealed = 0
+    if evalset is None and train is not None:
+        sealed_ids = evaluated_ids(env, train, evaluated_examples)
+        first_unsealed = len(sealed_ids)
     samples = []
-    if train_size:
-        idx = sorted(random.Random(0).sample(range(train_size), min(n_samples, train_size)))
+    if train_size and train_size > first_unsealed:
+        pool = range(first_unsealed, train_size)
+        idx = sorted(random.Random(0).sample(pool, min(n_samples, len(pool))))
         samples = [train_sample(train[i]) for i in idx]
 
     system_prompt = getattr(env, "system_prompt", None)
@@ -333,6 +354,7 @@ def introspect(env_id: str, env_args: dict[str, Any], n_samples: int) -> dict[st
         "train_size": train_size,
         "eval_size": eval_size,
         "train_samples": samples,
+        "evaluated_example_ids": sealed_ids,
         "warnings": warnings,
         "verifiers_version": vf_version,
     }
@@ -404,7 +426,7 @@ def handle(request: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(env_id, str) or not env_id or not isinstance(env_args, dict):
         raise ProbeError("bad_request", "request needs env_id (str) and env_args (object)")
     if op == "introspect":
-        return introspect(env_id, env_args, int(request.get("n_samples", 3)))
+        return introspect(env_id, env_args, int(request.get("n_samples", 3)), int(request.get("evaluated_examples", -1)))
     if op == "parse":
         texts = request.get("texts")
         if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):

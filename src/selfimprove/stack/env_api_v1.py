@@ -31,8 +31,8 @@ def has_classic_side(env_module: str, python: str | None = None) -> bool:
     return text is None or bool(re.search(r"^def\s+load_environment\s*\(", text, re.M))
 
 
-def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, python: str | None = None
-                 ) -> tuple[str, dict[str, Any], dict | None]:
+def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, python: str | None = None,
+                 evaluated_examples: int = -1) -> tuple[str, dict[str, Any], dict | None]:
     """(hub_env.json `api`, its classic-shaped fields, its `taskset` section) for the run's env.
 
     The Taskset is probed first (a bad one is refused before any slower load). An env that also has
@@ -41,10 +41,12 @@ def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, pytho
     from . import verifiers_classic as vc
 
     module = vc.env_module_name(env_id)
-    taskset = probe_taskset(module, env_args, python, timeout)
+    taskset = probe_taskset(module, env_args, python, timeout, evaluated_examples=evaluated_examples)
     samples, version = taskset.pop("train_samples"), taskset.pop("verifiers_version")
+    sealed_ids = taskset.pop("evaluated_example_ids", None)
     if has_classic_side(module, python):
-        return API, vc.introspect_env(env_id, env_args, timeout=timeout, python=python), taskset
+        return API, vc.introspect_env(env_id, env_args, timeout=timeout, python=python,
+                                      evaluated_examples=evaluated_examples), taskset
     parsers = taskset["answer_extraction"]["parsers"]
     parser = parsers[0] if parsers else {}
     warnings = [] if taskset["eval_rows"] is not None else [
@@ -62,6 +64,7 @@ def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, pytho
         "train_size": taskset["train_rows"],
         "eval_size": taskset["eval_rows"],
         "train_samples": samples,
+        "evaluated_example_ids": sealed_ids,
         "warnings": warnings,
         "verifiers_version": version,
     }

@@ -147,7 +147,7 @@ def is_importable(env_id: str, python: str | None = None) -> bool:
 
 def introspect_env(
     env_id: str, env_args: dict[str, Any] | None = None, timeout: float = INTROSPECT_TIMEOUT_S,
-    n_samples: int = N_TRAIN_SAMPLES, python: str | None = None,
+    n_samples: int = N_TRAIN_SAMPLES, python: str | None = None, evaluated_examples: int = -1,
 ) -> dict[str, Any]:
     """Load the env in a fresh interpreter and describe its stack.
 
@@ -155,10 +155,13 @@ def introspect_env(
     RubricGroup unwrapped), rubric_funcs [{name, weight}], rubric_group (members, or
     None), system_prompt, answer_format_instruction, train_size, eval_size (None when
     the env has no eval split), train_samples (n TRAIN rows; never eval rows),
-    warnings, verifiers_version, module, module_file.
+    warnings, verifiers_version, module, module_file, and evaluated_example_ids: when the env has no
+    eval split, the ids of the first `evaluated_examples` train rows, which the engine evaluates (the
+    samples are drawn from the other rows), else None.
     """
     info = _probe(
-        {"op": "introspect", "env_id": env_id, "env_args": env_args or {}, "n_samples": n_samples}, timeout, python
+        {"op": "introspect", "env_id": env_id, "env_args": env_args or {}, "n_samples": n_samples,
+         "evaluated_examples": evaluated_examples}, timeout, python
     )
     info["answer_format_instruction"] = answer_format_sentence(info.get("system_prompt"))
     return info
@@ -332,10 +335,12 @@ def parse_answers(
 API = "verifiers.classic"
 
 
-def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, python: str | None = None
-                 ) -> tuple[str, dict[str, Any], dict | None]:
-    """(hub_env.json `api`, its classic fields, extra section): the classic probe's fields, nothing more."""
-    return API, introspect_env(env_id, env_args, timeout=timeout, python=python), None
+def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, python: str | None = None,
+                 evaluated_examples: int = -1) -> tuple[str, dict[str, Any], dict | None]:
+    """(hub_env.json `api`, its classic fields, extra section): the classic probe's fields, nothing more.
+    `evaluated_examples`: how many first train rows the engine evaluates when the env has no eval split."""
+    return API, introspect_env(env_id, env_args, timeout=timeout, python=python,
+                               evaluated_examples=evaluated_examples), None
 
 
 def real_env(hub, split: str) -> tuple[str, dict]:

@@ -202,7 +202,7 @@ def split_args(module_name: str, config_fields: list[str], env_args: dict[str, A
     return {**env_args, "split": "train"}, {**env_args, "split": "eval"}, "config field split = \"eval\""
 
 
-def describe_taskset(module_name: str, config: dict[str, Any] | None = None) -> dict[str, Any]:
+def describe_taskset(module_name: str, config: dict[str, Any] | None = None, evaluated_examples: int = -1) -> dict[str, Any]:
     """What hub_env.json records for a v1 taskset; ConfigError (one line: the module and the fix) when
     it exports no Taskset or two, its task has no reward, it yields no task, or a reward raises on a probe reply."""
     taskset_class = find_taskset(module_name)
@@ -232,7 +232,14 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None) -> 
             ) from None
         probes[reply] = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
     eval_rows = len(load_tasks(module_name, eval_args)) if eval_args != train_args else None  # counted, never read
-    picked = sorted(random.Random(0).sample(range(len(tasks)), min(N_TRAIN_SAMPLES, len(tasks))))
+    # Without an eval split arms are scored on the first `evaluated_examples` train tasks: sealed, so only
+    # their ids are recorded (their train rollouts never reach the teacher) and no sample is drawn from them.
+    sealed_ids, first_unsealed = None, 0
+    if eval_rows is None:
+        first_unsealed = len(tasks) if evaluated_examples < 0 else min(evaluated_examples, len(tasks))
+        sealed_ids = [t.data.idx if t.data.idx is not None else i for i, t in enumerate(tasks[:first_unsealed])]
+    pool = range(first_unsealed, len(tasks))
+    picked = sorted(random.Random(0).sample(pool, min(N_TRAIN_SAMPLES, len(pool))))
     return {
         "api": API,
         "taskset_id": module_name,
@@ -258,6 +265,7 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None) -> 
         },
         # read by describe_env into hub_env.json's own fields (not kept in this section)
         "train_samples": [train_sample(tasks[i], answer_field) for i in picked],
+        "evaluated_example_ids": sealed_ids,
         "verifiers_version": _verifiers_version(),
     }
 
@@ -318,9 +326,10 @@ def run_in_env_python(request: dict[str, Any], what: str, python: str | None = N
 
 
 def probe_taskset(env_module: str, env_args: dict[str, Any], python: str | None = None,
-                  timeout: float = PROBE_TIMEOUT_S) -> dict[str, Any]:
-    """describe_taskset(taskset_for_env(env_module), env_args), in a fresh `python`."""
-    return run_in_env_python({"op": "describe", "env_module": env_module, "env_args": env_args},
+                  timeout: float = PROBE_TIMEOUT_S, evaluated_examples: int = -1) -> dict[str, Any]:
+    """describe_taskset(taskset_for_env(env_module), env_args, evaluated_examples), in a fresh `python`."""
+    return run_in_env_python({"op": "describe", "env_module": env_module, "env_args": env_args,
+                              "evaluated_examples": evaluated_examples},
                              f"probing the v1 taskset of '{env_module}'", python, timeout)
 
 
@@ -329,7 +338,8 @@ def _handle(request: dict[str, Any]) -> Any:
 
     op = request.get("op", "describe")
     if op == "describe":
-        return describe_taskset(taskset_for_env(request["env_module"]), request.get("env_args") or {})
+        return describe_taskset(taskset_for_env(request["env_module"]), request.get("env_args") or {},
+                                int(request.get("evaluated_examples", -1)))
     if op == "round_trip":
         return taskset_gates.round_trip_scores(request["taskset_id"], request["args"], request["answer_field"],
                                                request["rows"])
