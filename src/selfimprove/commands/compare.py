@@ -44,7 +44,7 @@ def command(
     """
     check_job_flags(restart, resume, cap_hours)
     rd = RunDir(run_dir)
-    cfg = rd.require().read_run()
+    rd.require().read_run()  # refuse a missing or damaged run.json before the checks below
 
     def on_arm(arm: str, event: str) -> None:
         if not json_:
