@@ -81,3 +81,16 @@ def test_nothing_it_started_outlives_a_sigkilled_phase(tmp_path: Path) -> None:
     finally:
         if phase.poll() is None:
             phase.kill()
+
+
+def test_a_command_that_cannot_run_is_named_with_the_real_reason(tmp_path: Path) -> None:
+    """A path that exists but is not executable is a PermissionError, not "No such file" (as Popen says)."""
+    script = tmp_path / "not_executable.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o644)
+    with pytest.raises(PermissionError):
+        procs.run_child([str(script)])
+    with pytest.raises(FileNotFoundError):
+        procs.run_child([str(tmp_path / "missing")])
+    with pytest.raises(FileNotFoundError):
+        procs.run_child(["no-such-command-r3"])

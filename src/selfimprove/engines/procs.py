@@ -19,6 +19,7 @@ recycling check: documented, accepted).
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import signal
@@ -151,7 +152,13 @@ def spawn_reaped(cmd: list[str], **popen_kw) -> subprocess.Popen:
     this process, and no descendant of it outlives the command's exit (see reaper.py). Raises
     FileNotFoundError for a missing executable, as Popen does. Elsewhere than Linux: a plain new session."""
     if shutil.which(cmd[0], path=(popen_kw.get("env") or os.environ).get("PATH")) is None:
-        raise FileNotFoundError(2, "No such file or directory", cmd[0])
+        if os.sep in cmd[0]:  # a path: say why it cannot run (missing, or not ours to stat or execute)
+            try:
+                os.stat(cmd[0])
+            except OSError as e:
+                raise type(e)(e.errno, e.strerror, cmd[0]) from None
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), cmd[0])
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), cmd[0])
     if _reaper_available():
         # -I -S: the reaper imports the standard library only, whatever the caller's PYTHONPATH holds
         cmd = [sys.executable, "-I", "-S", str(REAPER), str(os.getpid()), *cmd]

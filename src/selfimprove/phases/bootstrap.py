@@ -16,6 +16,7 @@ import platform
 import re
 import secrets
 import shutil
+import sys
 import tempfile
 import time
 import tomllib
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..errors import UsageError
+from ..errors import SelfImproveError, UsageError
 from ..models import (
     MIN_UNIQUE_PROMPTS_PER_STEP,
     SEED_EVAL_EXAMPLES,
@@ -263,6 +264,10 @@ def check_env_spelling(dataset: str, hub_id: str, env_path: str | None, explicit
         return
     module = vc.env_module_name(hub_id)
     close = difflib.get_close_matches(module, installed_modules(python), n=1, cutoff=0.8)
+    if close and close[0] == module:  # listed on the interpreter's path, yet a fresh interpreter did not find it
+        raise SelfImproveError(
+            f"dataset '{dataset}': module '{module}' is installed, but a fresh {python or sys.executable} could not "
+            "find it; check that you can run that interpreter and read the env's files, or pass --env-python")
     if close:
         raise UsageError(
             f"dataset '{dataset}': no environment module '{module}' is installed; did you mean "
@@ -315,6 +320,18 @@ def check_model(model: str, engine: str) -> str:
     return model
 
 
+def check_runs_dir(runs_dir: str) -> None:
+    """--runs-dir must be a directory we can write, or creatable under one; nothing is created here
+    (a refused bootstrap writes nothing), so the nearest existing ancestor is what is checked."""
+    p = Path(runs_dir).expanduser().resolve()
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"--runs-dir {p}: not a directory; point it at a directory (it is created if missing)")
+    existing = next((a for a in (p, *p.parents) if a.exists()), None)
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        where = "" if existing == p else f" (its nearest existing parent {existing} is not writable)"
+        raise UsageError(f"--runs-dir {p}: not writable by you{where}; pick a writable --runs-dir or chmod u+w it")
+
+
 def bootstrap(opts: BootstrapOptions) -> RunDir:
     """Validate the flags, then create RUN_DIR with run.json, metrics.json and scratchpad.md."""
     if not _DATASET_RE.match(opts.dataset):
@@ -332,6 +349,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
             raise UsageError(f"{flag} {val}: must be >= 1")
     check_batch(opts.batch_size, opts.rollouts_per_example, opts.allow_small_batch)
     env_args = parse_env_args(opts.env_args)
+    check_runs_dir(opts.runs_dir)  # a file-system check, before the slower env and model probes
     engine = resolve_engine(opts.engine, opts.model)
     model = check_model(opts.model, engine)
     init_from = None
