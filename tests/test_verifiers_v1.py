@@ -123,4 +123,5 @@ def test_introspect_describes_a_taskset_only_env_from_its_taskset(new_run, cli, 
     assert res.exit_code == 0, res.stderr
     hub = json.loads(RunDir(run).hub_env_json.read_text())
     assert (hub["env_class"], hub["rubric_class"], hub["parser_class"]) == ("S", "T", "none")
-    assert hub["train_samples"] == [{"question": "1+1", "answer": "2", "info": {}}] and hub["eval_size"] is None
+    # no eval split: its one train row is the evaluated row, so it is sealed and never shown as a train sample
+    assert hub["eval_size"] is None and hub["evaluated_example_ids"] == [0] and hub["train_samples"] == []

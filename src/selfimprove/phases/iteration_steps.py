@@ -191,6 +191,7 @@ def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = Non
     _clear_dataset_slot(ds)
     (it.dir / "generate.json").unlink(missing_ok=True)
     log = it.dir / "gen.log"
+    had_report = report.is_file()  # in a phase, the report gate read it just before; a direct call may have none
     started = time.perf_counter()
     returncode = run_generator(it.dir, log, timeout, python or sys.executable)
     if returncode is None:
@@ -200,7 +201,7 @@ def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = Non
     if returncode != 0:
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited {returncode}; fix the generator (log {log}):\n"
                                   f"{log_tail(log)}")
-    if not report.is_file():  # the report was there when the generator started (the report gate read it)
+    if had_report and not report.is_file():  # the generator deleted or moved the report it was written from
         raise TeacherActionNeeded(f"{report}: gen_dataset.py deleted or moved it; restore the report and make the "
                                   f"generator write dataset.jsonl only")
     if ds.is_dir():
