@@ -65,20 +65,18 @@ def _(tmp, t):
     return ["iterate", "--run-dir", str(run), "--once"], run
 
 
-@case(f"{P}bootstrap --config with temperature nan", "--config", code=2)
-def _(tmp, t):
-    (tmp / "runs").mkdir()
-    (tmp / "rl.toml").write_text("seq_len = 256\n[orchestrator.train.sampling]\ntemperature = nan\n[trainer]\n")
-    return ["bootstrap", "selfimprove-arith", "--runs-dir", str(tmp / "runs"), "--model", "selfimprove/tiny-arith",
-            "--config", str(tmp / "rl.toml")], tmp / "runs"
+def config_case(name: str, toml: str) -> None:
+    """bootstrap --config with an out-of-range knob: refused (exit 2), the runs dir untouched."""
+    def setup(tmp, t):
+        (tmp / "runs").mkdir()
+        (tmp / "rl.toml").write_text(toml)
+        return ["bootstrap", "selfimprove-arith", "--runs-dir", str(tmp / "runs"), "--model", "selfimprove/tiny-arith",
+                "--config", str(tmp / "rl.toml")], tmp / "runs"
+    case(f"{P}{name}", "--config", code=2)(setup)
 
 
-@case(f"{P}bootstrap --config with seq_len -5", "--config", code=2)
-def _(tmp, t):
-    (tmp / "runs").mkdir()
-    (tmp / "rl.toml").write_text("seq_len = -5\n[trainer]\n")
-    return ["bootstrap", "selfimprove-arith", "--runs-dir", str(tmp / "runs"), "--model", "selfimprove/tiny-arith",
-            "--config", str(tmp / "rl.toml")], tmp / "runs"
+config_case("bootstrap --config with temperature nan", "seq_len = 256\n[orchestrator.train.sampling]\ntemperature = nan\n[trainer]\n")
+config_case("bootstrap --config with seq_len -5", "seq_len = -5\n[trainer]\n")
 
 
 # ---------------------------------------------------------------- skill
