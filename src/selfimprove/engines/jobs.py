@@ -141,11 +141,24 @@ def read_result(arm: ArmDir) -> JobResult | None:
     return read_model(p, JobResult) if p.is_file() else None
 
 
+TAIL_BYTES = 64_000  # the end of a log is all a message quotes: never read a large log whole
+
+
+def last_lines(path: Path, n: int, max_chars: int | None = None) -> list[str]:
+    """The last `n` lines of a log from its last TAIL_BYTES, each cut at `max_chars` (with a note of how
+    much the log holds beyond); raises OSError like open()."""
+    with open(path, "rb") as f:
+        f.seek(max(0, os.path.getsize(path) - TAIL_BYTES))
+        lines = deque(f.read().decode("utf-8", "replace").splitlines(), maxlen=n)
+    if max_chars is None:
+        return list(lines)
+    return [ln if len(ln) <= max_chars else f"{ln[:max_chars]} ... [{len(ln) - max_chars} more characters in the log]"
+            for ln in lines]
+
+
 def tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
     try:
-        with open(path, "rb") as f:
-            f.seek(max(0, os.path.getsize(path) - 64_000))  # the end is all we show
-            lines = deque(f.read().decode("utf-8", "replace").splitlines(), maxlen=n)
+        lines = last_lines(path, n)
     except FileNotFoundError:
         return "(no train.log)"
     return "\n".join("  | " + ln for ln in lines) or "  | (train.log is empty)"

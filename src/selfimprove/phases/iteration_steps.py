@@ -36,6 +36,7 @@ from ..stack.env_python import env_python_of
 from ..ui import console
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
                                  package_name, provenance_mismatch)
+from ..engines.jobs import last_lines
 from .analyze import weakness_line
 from .arms import canonical_config, stage, teacher_overrides, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
@@ -230,14 +231,9 @@ def log_tail(log: Path) -> str:
     """The last lines of a log for a stop message: at most 8 lines of at most 300 characters each (a
     generator that printed a 5 MB line before crashing made a 1 MB message); the log keeps the rest."""
     try:
-        with open(log, "rb") as f:
-            f.seek(max(0, f.seek(0, 2) - 64 * 1024))  # the tail is all we quote: never read a 1 MB log whole
-            text = f.read().decode("utf-8", errors="replace")
+        return "\n".join(last_lines(log, LOG_TAIL_LINES, LOG_TAIL_LINE_CHARS))
     except OSError as e:
         return f"(cannot read {log}: {e.strerror})"
-    lines = text.splitlines()[-LOG_TAIL_LINES:]
-    return "\n".join(ln if len(ln) <= LOG_TAIL_LINE_CHARS else f"{ln[:LOG_TAIL_LINE_CHARS]} ... [{len(ln) - LOG_TAIL_LINE_CHARS} "
-                     f"more characters in the log]" for ln in lines)
 
 
 def dataset_rows(it: ArmDir) -> int:
