@@ -1,5 +1,6 @@
-"""The plugin registry of built-in students (`selfimprove.students`), read from entry points,
-so the core names no arithmetic student."""
+"""The plugin registries: built-in students (`selfimprove.students`) and default teachers
+(`selfimprove.teachers`), both read from entry points, so the core names neither the
+arithmetic student nor the embedded env's teacher."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from selfimprove.commands.run import default_teacher
 from selfimprove.errors import ConfigError, UsageError
 from selfimprove.rl import builtin_students
 from selfimprove.rl.builtin_students import BuiltinStudent
@@ -91,3 +93,37 @@ def test_a_broken_registration_is_one_line_naming_the_entry_point(plugin, attr: 
 
 def test_registered_objects_are_what_the_core_expects():
     assert all(isinstance(s, BuiltinStudent) and s.id == i for i, s in builtin_students.registered().items())
+
+
+# ---------------------------------------------------------------- default teachers
+
+
+def test_the_embedded_env_declares_its_default_teacher():
+    from selfimprove.teacher import load_teacher
+
+    spec = default_teacher("selfimprove-arith")
+    assert spec == "examples/arith_teacher.py:ArithTeacher"
+    assert default_teacher("someone/selfimprove-arith") == spec  # a hub copy of the env: its name after owner/
+    assert callable(load_teacher(spec))
+
+
+def test_an_env_package_registers_its_own_teacher(plugin):
+    plugin("selfimprove.teachers", "my-env", "TEACHER")
+    assert default_teacher("my-env") == "plugin_teacher.py:Teacher"
+
+
+def test_an_env_without_a_teacher_is_told_what_to_do(plugin):
+    plugin("selfimprove.teachers", "my-env", "TEACHER")
+    with pytest.raises(UsageError) as e:
+        default_teacher("gsm8k")
+    msg = str(e.value)
+    assert msg.startswith("--teacher: no teacher for 'gsm8k'.") and "write(ctx)" in msg and "--teacher path" in msg
+    assert ("(plugin_teacher.py:Teacher for my-env; examples/arith_teacher.py:ArithTeacher for selfimprove-arith)"
+            in msg)
+
+
+def test_a_teacher_entry_point_that_is_not_a_spec_is_refused(plugin):
+    plugin("selfimprove.teachers", "my-env", "NOT_A_SPEC")
+    with pytest.raises(UsageError, match=r"^entry point selfimprove.teachers 'my-env' = si_test_plugin:NOT_A_SPEC: "
+                                         r"a int, not a --teacher spec string"):
+        default_teacher("my-env")

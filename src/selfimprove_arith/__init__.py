@@ -10,8 +10,8 @@ function checks it exactly. Rows carry no structural labels: whoever analyses
 failures must read the question text, as on a real dataset.
 
 Importing this package imports neither verifiers nor datasets (load_environment
-does): the selfimprove CLI loads its registration (the built-in student in
-`selfimprove_arith.student`) and never imports verifiers itself.
+does): the selfimprove CLI loads its registrations (DEFAULT_TEACHER here, the
+built-in student in `selfimprove_arith.student`) and never imports verifiers itself.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     import verifiers as vf
 
 __all__ = ["load_environment", "KINDS", "make_split", "sample", "SYSTEM_PROMPT", "PARSER_FIELDS"]
+
+# The default `selfimprove run --teacher` for this env (pyproject.toml: the `selfimprove.teachers`
+# entry point named after the env id): the scripted teacher written for these problems.
+DEFAULT_TEACHER = "examples/arith_teacher.py:ArithTeacher"
 
 # No system turn: the prompt is the bare expression. The reply format
 # (`<answer>N</answer>`, see PARSER_FIELDS) is the convention the parser checks and
