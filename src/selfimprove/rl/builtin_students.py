@@ -3,10 +3,10 @@ model directory itself (shipped weights, or built/converted once into the cache)
 
 A student package registers one `BuiltinStudent` per id under the entry point group
 `selfimprove.students` (name = the id, value = `module:ATTRIBUTE`), so the core names
-no student and a plugin needs no edit here; this project's own pyproject.toml registers
-selfimprove/tiny-arith (selfimprove_arith.student) and selfimprove/smollm2-135m
-(rl/gguf_student.py). An entry point is read from the installed metadata: a new one is
-seen after `pip install -e .`.
+no student and a plugin needs no edit here; this project's pyproject.toml registers the
+embedded env's student and the generic selfimprove/smollm2-135m (rl/gguf_student.py).
+An entry point is read from the installed metadata: a new one is seen after
+`pip install -e .`.
 
 Imports neither torch nor transformers, and neither does loading a registered object: the
 orchestrator asks here, at bootstrap and before each launch, which ids exist, which extras
@@ -46,7 +46,7 @@ LOCAL_EXTRA = Extra("the `local` extra", LOCAL_MODULES, LOCAL_INSTALL_FIX)
 
 class StudentMaker(Protocol):
     """What `selfimprove student build|profile` needs of a student made from a recipe
-    (selfimprove_arith.student.shipped is one): rebuild it, and measure its profile.json."""
+    (the embedded env's student package has one): rebuild it, and measure its profile.json."""
 
     PROFILE_FILE: str
     PROFILE_N_PER_KIND: int

@@ -1,7 +1,7 @@
 """Students of the CPU engine: loading, saving and prompting any local Hugging Face
-model, resolving `model.name`, and the tiny architecture the built-in arithmetic student
-uses (a Qwen3 causal LM of ~1M parameters with a character-level tokenizer that needs no
-download; tests build throwaway models with it too).
+model, resolving `model.name`, and a tiny architecture (a Qwen3 causal LM of ~1M parameters
+with a character-level tokenizer that needs no download): the shipped built-in student's,
+and what tests build throwaway models with.
 
 `model.name` in a config is either a local Hugging Face directory (anything
 `AutoModelForCausalLM.from_pretrained` reads, with a tokenizer that has a chat
