@@ -44,7 +44,7 @@ test-faults: setup
 	$(BIN)/python -m pytest -m fault -rA
 
 # Rebuild the shipped built-in student from its warm-up recipe (after changing
-# src/selfimprove/rl/warmup.py; ~5 min on 2 cores) and re-measure its profile.json.
+# src/selfimprove_arith/student/warmup.py; ~5 min on 2 cores) and re-measure its profile.json.
 student: setup
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/selfimprove student build
 

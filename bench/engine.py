@@ -56,10 +56,10 @@ def main() -> None:
         print(s, flush=True)
         lines.append(s)
 
-    from selfimprove.rl.arith_profile import per_kind_pass_at_k
-    from selfimprove.rl.shipped import shipped_hash
+    from selfimprove_arith.student.profile import per_kind_pass_at_k
+    from selfimprove_arith.student.shipped import shipped_hash
     from selfimprove.rl.student import resolve_model
-    from selfimprove.rl.warmup import recipe_hash
+    from selfimprove_arith.student.warmup import recipe_hash
 
     cached = shipped_hash("selfimprove/tiny-arith") == recipe_hash()
     t0 = time.time()

@@ -50,7 +50,7 @@ def main() -> None:
     import torch
     import verifiers as vf
 
-    from selfimprove.rl import warmup as W
+    from selfimprove_arith.student import warmup as W
     from selfimprove.rl.grpo import grpo_step
     from selfimprove.rl.rollouts import EnvSpec, run_rollouts
     from selfimprove.rl.student import load_student, resolve_model

@@ -3,7 +3,7 @@
     .venv/bin/python bench/warmup.py                          # the 4 default variants, ~15 min
     .venv/bin/python bench/warmup.py --variant prompt/add_2d --steps 600 --seed 7
 
-Runs the product's own warm-up (`selfimprove.rl.warmup.warm_up`: same model,
+Runs the product's own warm-up (`selfimprove_arith.student.warmup.warm_up`: same model,
 optimizer and schedule) under variants and prints per-kind greedy accuracy every
 `--every` steps, so that recipe choices rest on measurements:
 
@@ -36,7 +36,7 @@ PROMPT = "Compute the expression. Reply with the result only, as <answer>N</answ
 
 
 def greedy_per_kind(env, model, tok, kinds, system_prompt: str, n: int) -> dict[str, float]:
-    from selfimprove.rl.arith_profile import kind_problems, sampled_rewards
+    from selfimprove_arith.student.profile import kind_problems, sampled_rewards
 
     out = {}
     model.eval()
@@ -59,7 +59,7 @@ def main() -> None:
 
     import verifiers as vf
 
-    from selfimprove.rl.warmup import KIND_WEIGHTS, SEED, STEPS, warm_up
+    from selfimprove_arith.student.warmup import KIND_WEIGHTS, SEED, STEPS, warm_up
     from selfimprove_arith import KINDS
 
     seed = SEED if args.seed is None else args.seed

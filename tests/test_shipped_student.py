@@ -1,4 +1,4 @@
-"""The built-in student ships with the package (src/selfimprove/rl/students/tiny-arith/):
+"""The built-in student ships with the package (src/selfimprove_arith/student/tiny-arith/):
 its recipe hash is current, resolve_model uses it without building, a stale one falls
 back to the cache build, and (slow) a rebuild from the recipe reproduces its profile."""
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from selfimprove.errors import ConfigError
-from selfimprove.rl import shipped, warmup
+from selfimprove_arith.student import shipped, warmup
 from selfimprove.rl.student import new_student, resolve_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -54,7 +54,7 @@ def test_shipped_files_are_neither_ignored_nor_left_out_of_git():
 
 
 def test_wheel_carries_the_shipped_student(tmp_path):
-    """A non-editable install finds the student: hatch's wheel holds every shipped file."""
+    """A non-editable install finds the student: hatch's wheel holds every shipped file and the entry points."""
     import sys
     import zipfile
 
@@ -63,7 +63,14 @@ def test_wheel_carries_the_shipped_student(tmp_path):
     (wheel,) = tmp_path.glob("selfimprove-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     for n in (*HF_FILES, shipped.RECIPE_FILE, shipped.PROFILE_FILE):
-        assert f"selfimprove/rl/students/tiny-arith/{n}" in names, n
+        assert f"selfimprove_arith/student/tiny-arith/{n}" in names, n
+    # ... and registers it: the core finds built-in students and default teachers through entry points
+    (meta,) = [n for n in names if n.endswith(".dist-info/entry_points.txt")]
+    entry_points = zipfile.ZipFile(wheel).read(meta).decode()
+    for line in ("[selfimprove.students]", "selfimprove/tiny-arith = selfimprove_arith.student:TINY_ARITH",
+                 "selfimprove/smollm2-135m = selfimprove.rl.gguf_student:SMOLLM2", "[selfimprove.teachers]",
+                 "selfimprove-arith = selfimprove_arith:DEFAULT_TEACHER"):
+        assert line in entry_points.splitlines(), (line, entry_points)
 
 
 def test_resolve_model_returns_the_shipped_dir_without_building(monkeypatch, tmp_path):

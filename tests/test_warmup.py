@@ -7,7 +7,7 @@ import random
 import torch
 import verifiers as vf
 
-from selfimprove.rl.warmup import HABIT_REPLIES, HABITS, warm_up
+from selfimprove_arith.student.warmup import HABIT_REPLIES, HABITS, warm_up
 
 
 def _weights(**kwargs) -> dict[str, torch.Tensor]:
@@ -28,7 +28,7 @@ def test_same_arguments_same_weights_and_a_system_prompt_reaches_training():
 
 
 def test_every_habit_reply_is_scored_wrong_by_the_env_and_the_right_reply_right():
-    from selfimprove.rl.warmup import sample_any
+    from selfimprove_arith.student.warmup import sample_any
 
     env = vf.load_environment("selfimprove-arith")
     parser = env.parser
@@ -44,7 +44,7 @@ def test_every_habit_reply_is_scored_wrong_by_the_env_and_the_right_reply_right(
 def test_practice_kinds_are_not_in_the_env_splits():
     """The warm-up's practice kinds (what a teacher's easier variants land on) are absent from the real
     env's splits, so real-data RL never sees them."""
-    from selfimprove.rl.warmup import PRACTICE_KINDS
+    from selfimprove_arith.student.warmup import PRACTICE_KINDS
     from selfimprove_arith import KINDS, make_split
 
     assert not set(PRACTICE_KINDS) & set(KINDS)

@@ -37,16 +37,11 @@ _CHATML_TURN_OVERHEAD = 1 + 1 + 1 + 1  # <|im_start|>, "\n", <|im_end|>, "\n" (p
 
 def model_dir(model: str) -> Path | None:
     """The local directory holding `model`'s config.json, or None when it is not on disk."""
-    if model.startswith("selfimprove/"):
-        from .rl.gguf_student import SMOLLM2_ID, smollm2_cache_dir  # no torch import either
+    from .rl import builtin_students  # no torch import: the registry and its entries are light
 
-        if model == SMOLLM2_ID:
-            d = smollm2_cache_dir()
-            return d if d is not None and (d / "READY").is_file() else None
-        from .rl.shipped import shipped_dir  # standard library only: no torch import
-
-        d = shipped_dir(model)
-        return d if (d / "config.json").is_file() else None
+    builtin = builtin_students.find(model)
+    if builtin is not None:
+        return builtin.on_disk()
     d = Path(model).expanduser()
     if not d.is_dir():
         return None  # a hub id (prime-rl loads it on the GPU box)

