@@ -16,7 +16,7 @@ def _reply(text: str):
 def test_module_exports_exactly_one_taskset():
     import verifiers.v1 as vf
 
-    mod = importlib.import_module("selfimprove_arith.v1")
+    mod = importlib.import_module("selfimprove_arith_v1")
     exported = [getattr(mod, n) for n in mod.__all__]
     assert [c for c in exported if isinstance(c, type) and issubclass(c, vf.Taskset)] == [mod.ArithTaskset]
 
@@ -25,7 +25,7 @@ def test_rows_and_reward_match_the_classic_env():
     from selfimprove_arith import make_split
     from selfimprove_arith.v1 import ArithTaskset, ArithTasksetConfig
 
-    tasks = list(ArithTaskset(ArithTasksetConfig(id="selfimprove_arith.v1", split="eval", num_examples=5)))
+    tasks = list(ArithTaskset(ArithTasksetConfig(id="selfimprove_arith_v1", split="eval", num_examples=5)))
     assert [(t.data.prompt, t.data.answer) for t in tasks] == [(q, str(a)) for q, a in make_split("eval", 5)]
     assert [f.__name__ for f in tasks[0].hooks("reward")] == ["correct_answer"]
     t = tasks[0]
@@ -38,13 +38,13 @@ def test_bad_split_is_named():
     from selfimprove_arith.v1 import ArithTaskset, ArithTasksetConfig
 
     with pytest.raises(ValueError, match="split 'dev'"):
-        list(ArithTaskset(ArithTasksetConfig(id="selfimprove_arith.v1", split="dev")))
+        list(ArithTaskset(ArithTasksetConfig(id="selfimprove_arith_v1", split="dev")))
 
 
 def test_describe_taskset_for_hub_env():
     from selfimprove.stack.verifiers_v1 import describe_taskset
 
-    d = describe_taskset("selfimprove_arith.v1", {"split": "eval", "num_examples": 2})
+    d = describe_taskset("selfimprove_arith_v1", {"split": "eval", "num_examples": 2})
     assert d["api"] == "verifiers.v1" and (d["taskset_class"], d["task_class"]) == ("ArithTaskset", "ArithTask")
     assert d["rewards"] == [{"name": "correct_answer", "weight": 1.0}] and d["answer_field"] == "answer"
     assert d["config_fields"] == ["num_examples", "split"] and d["example_prompt"]
@@ -86,7 +86,7 @@ def test_generated_data_as_a_v1_taskset_uses_the_hub_task_by_reference(tmp_path,
 
     data = tmp_path / "dataset.jsonl"
     data.write_text("".join(json.dumps({"question": f"{i}+1", "answer": str(i + 1), "info": {}}) + "\n" for i in range(7)))
-    proj = build_taskset_package(tmp_path / "pkg", "arith_iter_1", data, hub_module="selfimprove_arith.v1",
+    proj = build_taskset_package(tmp_path / "pkg", "arith_iter_1", data, hub_module="selfimprove_arith_v1",
                                  answer_field="answer", origin="iter_1")
     monkeypatch.syspath_prepend(str(proj))
     ts = find_taskset("arith_iter_1")

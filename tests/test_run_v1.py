@@ -42,7 +42,7 @@ def test_v1_run_finishes_with_the_summary(v1_run: Path) -> None:
     assert [r["arm"] for r in json.loads((v1_run / "metrics.json").read_text())["iters"]] == ARMS
     assert "## Final summary" in (v1_run / "scratchpad.md").read_text()
     hub = json.loads((v1_run / "hub_env.json").read_text())
-    assert hub["api"] == "verifiers.v1" and hub["taskset"]["taskset_id"] == "selfimprove_arith.v1"
+    assert hub["api"] == "verifiers.v1" and hub["taskset"]["taskset_id"] == "selfimprove_arith_v1"
     assert hub["taskset"]["eval_args"] == {"split": "eval"} and hub["taskset"]["train_args"] == {"split": "train"}
 
 
@@ -72,9 +72,9 @@ def test_real_env_is_the_taskset_and_generated_data_a_v1_package(v1_run: Path) -
 
     run_b = v08.read_toml(v1_run / "run_b_combined_from_base" / "rl.toml")
     ids = [s["env"]["taskset"]["id"] for s in run_b["orchestrator"]["train"]["source"]]
-    assert ids[0] == "selfimprove_arith.v1" and ids[1].endswith("_run_b") and len(ids) == 2  # real + generated sources
+    assert ids[0] == "selfimprove_arith_v1" and ids[1].endswith("_run_b") and len(ids) == 2  # real + generated sources
     for source in run_b["orchestrator"]["eval"]["source"]:
-        assert source["env"]["taskset"] == {"id": "selfimprove_arith.v1", "split": "eval"}
+        assert source["env"]["taskset"] == {"id": "selfimprove_arith_v1", "split": "eval"}
     package = json.loads((v1_run / "iter_1" / "package.json").read_text())["package"]
     source = (v1_run / "iter_1" / package / package / "__init__.py").read_text()
     assert "class ArithTask" not in source and "correct_answer" not in source  # nothing of the hub copied

@@ -13,7 +13,6 @@ failures must read the question text, as on a real dataset.
 from __future__ import annotations
 
 import verifiers as vf
-from datasets import Dataset
 
 from .problems import KINDS, make_split, sample
 
@@ -38,6 +37,10 @@ def _rows(split: str, n: int) -> list[dict]:
 
 
 def load_environment(num_train_examples: int = -1, num_eval_examples: int = -1, **kwargs) -> vf.Environment:
+    # Imported here, not at the top: the v1 Taskset (selfimprove_arith_v1) imports this package and
+    # must load under verifiers 0.4, whose venv need not hold `datasets` (only the classic env uses it).
+    from datasets import Dataset
+
     parser = vf.XMLParser(PARSER_FIELDS, answer_field="answer")
     rubric = vf.Rubric(funcs=[correct_answer], weights=[1.0], parser=parser)
     return vf.SingleTurnEnv(
