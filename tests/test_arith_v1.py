@@ -61,8 +61,8 @@ BAD = {
 
 
 @pytest.mark.parametrize(("module", "says"), [
-    ("none_ts", "exports no Taskset; export exactly one"),
-    ("two_ts", "exports 2 Tasksets (A, B)"),
+    ("none_ts", "exports no Taskset subclass via `__all__` (found ['x']); export exactly one"),
+    ("two_ts", "exports 2 Taskset subclasses via `__all__` (['A', 'B'])"),
     ("noreward_ts", "task T has no @vf.reward method"),
 ])
 def test_bad_taskset_modules_are_named(tmp_path, monkeypatch, module, says):
@@ -97,3 +97,34 @@ def test_generated_data_as_a_v1_taskset_uses_the_hub_task_by_reference(tmp_path,
     assert describe_taskset("arith_iter_1")["rewards"] == [{"name": "correct_answer", "weight": 1.0}]
     t = tasks[2]
     assert asyncio.run(t.correct_answer(task=t.data, trace=_reply("<answer>3</answer>"))) == 1.0
+
+
+REPLIES = ["<answer>42</answer>", "<answer> 7 </answer>", "x <answer>1</answer> y <answer>2</answer>", "no tag",
+           "<answer>\n-3\n</answer>", "<answer></answer>", "<answer>5", "<ANSWER>5</ANSWER>", ""]
+
+
+@pytest.mark.parametrize("reply", REPLIES)
+def test_the_v1_answer_parser_reads_as_the_classic_xmlparser(reply):
+    """The v1 Taskset reads <answer> without verifiers' classic XMLParser (gone in verifiers 0.4); on 0.3 both
+    must agree on a reply string and on a message list, so the v1 reward is the classic one."""
+    import verifiers as vf
+
+    from selfimprove_arith import PARSER_FIELDS
+    from selfimprove_arith.v1 import ANSWER_PARSER
+
+    classic = vf.XMLParser(PARSER_FIELDS, answer_field="answer")
+    messages = [{"role": "assistant", "content": "<answer>0</answer>"}, {"role": "user", "content": "again"},
+                {"role": "assistant", "content": reply}]
+    assert ANSWER_PARSER.parse_answer(reply) == classic.parse_answer(reply)
+    assert ANSWER_PARSER.parse_answer(messages) == classic.parse_answer(messages)
+
+
+def test_the_embedded_taskset_id_resolves_with_verifiers_own_loader():
+    """What prime-rl main calls while its config validates; the old dotted id raises there."""
+    from verifiers.v1.utils.loaders import taskset_class
+
+    from selfimprove_arith.v1 import ArithTaskset
+
+    assert taskset_class("selfimprove_arith_v1") is ArithTaskset
+    with pytest.raises(ModuleNotFoundError, match="verifiers.v1.tasksets.selfimprove_arith"):
+        taskset_class("selfimprove_arith.v1")
