@@ -128,3 +128,30 @@ def test_the_embedded_taskset_id_resolves_with_verifiers_own_loader():
     assert taskset_class("selfimprove_arith_v1") is ArithTaskset
     with pytest.raises(ModuleNotFoundError, match="verifiers.v1.tasksets.selfimprove_arith"):
         taskset_class("selfimprove_arith.v1")
+
+
+def test_a_generated_package_is_checked_with_verifiers_own_loader(tmp_path, monkeypatch):
+    """The install check resolves the package's id as prime-rl does: a package whose hub id is dotted (the old
+    `selfimprove_arith.v1`) cannot load, and that is said in one line naming the id, not as a row-count mismatch."""
+    import json
+    import os
+
+    from selfimprove.errors import SelfImproveError
+    from selfimprove.stack import env_package
+
+    data = tmp_path / "dataset.jsonl"
+    data.write_text("".join(json.dumps({"question": f"{i}+1", "answer": str(i + 1), "info": {}}) + "\n" for i in range(3)))
+    for package, hub in (("good_iter_1", "selfimprove_arith_v1"), ("dotted_iter_1", "selfimprove_arith.v1")):
+        env_package.build_taskset_package(tmp_path / package, package, data, hub_module=hub, answer_field="answer",
+                                          origin="iter_1")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([os.environ.get("PYTHONPATH", ""), str(tmp_path / "good_iter_1"),
+                                                      str(tmp_path / "dotted_iter_1")]))
+    assert env_package.verify_rows("good_iter_1", api="verifiers.v1")["rows"] == 3
+    assert "verifiers.v1.tasksets.selfimprove_arith" in env_package.verify_rows("dotted_iter_1", api="verifiers.v1")["error"]
+    # install_and_verify with the install itself stubbed (PYTHONPATH already holds the project)
+    monkeypatch.setattr(env_package, "install_package", lambda *a, **k: None)
+    monkeypatch.setattr(env_package, "cleanup_stale", lambda *a, **k: [])
+    with pytest.raises(SelfImproveError) as e:
+        env_package.install_and_verify(tmp_path / "dotted_iter_1", "dotted_iter_1", 3, api="verifiers.v1")
+    assert str(e.value).startswith("generated taskset id 'dotted_iter_1' (") and "verifiers' loader cannot load it" in str(e.value)
+    assert "\n" not in str(e.value)

@@ -236,7 +236,12 @@ import importlib, json, sys
 import verifiers
 import verifiers.v1 as vf
 from verifiers.v1.utils.loaders import taskset_class
-taskset = taskset_class(sys.argv[1])
+try:
+    taskset = taskset_class(sys.argv[1])
+except Exception as e:  # the loader reports a failing import as "not found": name what failed inside it
+    cause = e.__cause__
+    said = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    sys.exit(said + (f" (inside: {type(cause).__name__}: {cause})" if cause is not None else ""))
 pkg = importlib.import_module(sys.argv[1])
 rows = sum(1 for _ in taskset(vf.TasksetConfig(id=sys.argv[1])))
 print(json.dumps({"rows": rows, "module_file": pkg.__file__, "verifiers_version": getattr(verifiers, "__version__", None)}))
@@ -276,6 +281,11 @@ def install_and_verify(
                       "verifiers_version": result.get("verifiers_version"), "attempts": attempts}
             return record
     got = attempts[-1].get("rows")
+    if got is None and api == "verifiers.v1":  # the id itself does not load: reinstalling cannot help
+        raise SelfImproveError(
+            f"generated taskset id '{package}' ({project_dir}): verifiers' loader cannot load it, as prime-rl would "
+            f"not ({attempts[-1].get('error')}); check that the hub taskset id in hub_env.json loads "
+            f"(`selfimprove introspect` resolves it) and that {python} has verifiers installed")
     raise SelfImproveError(
         f"{package}: {'the Taskset yielded' if api == 'verifiers.v1' else 'load_environment built'} {got} rows, dataset.jsonl has {expected_rows} "
         f"(after cleanup + reinstall twice; {attempts[-1].get('error') or 'stale install?'}); "
