@@ -143,3 +143,20 @@ def test_introspect_describes_a_taskset_only_env_from_its_taskset(new_run, cli, 
     assert (hub["env_class"], hub["rubric_class"], hub["parser_class"]) == ("S", "T", "none")
     # no eval split: its one train row is the evaluated row, so it is sealed and never shown as a train sample
     assert hub["eval_size"] is None and hub["evaluated_example_ids"] == [0] and hub["train_samples"] == []
+
+
+def test_introspect_refuses_a_canonical_config_whose_taskset_id_does_not_load(new_run, cli, tmp_path: Path):
+    """The canonical config's source ids go through verifiers' loader in the env's Python at introspect (prime-rl
+    imports them while it validates): the old dotted id is refused in one line naming the file, the field, the id
+    and the fix, exit 1, and nothing is written."""
+    repo = Path(__file__).resolve().parents[1]
+    text = (repo / "configs" / "basic" / "selfimprove-arith" / "rl.toml").read_text()
+    config = tmp_path / "rl.toml"
+    config.write_text(text.replace('id = "selfimprove_arith_v1"', 'id = "selfimprove_arith.v1"', 1))
+    run = new_run("selfimprove-arith", "--stack", "v1", "--config", str(config))
+    res = cli("introspect", "--run-dir", run)
+    assert res.exit_code == 1
+    said = " ".join(res.stderr.split())
+    assert (f"canonical config {config}: orchestrator.train.source[0].env.taskset.id: taskset module "
+            f"'selfimprove_arith.v1': a dotted id") in said and "'selfimprove_arith_v1'" in said
+    assert not RunDir(run).hub_env_json.exists()
