@@ -1,10 +1,10 @@
 """A verifiers v1 taskset module, checked and described the way prime-rl >= 0.8 uses it.
 
 prime-rl main imports a taskset id as a module whose `__all__` exports exactly one
-`verifiers.v1.Taskset` subclass (prime-rl #3226). `find_taskset` resolves an id with verifiers' own
-loader (`verifiers.v1.utils.loaders.taskset_class`, what prime-rl calls while its config validates)
-and turns its failures into one line naming the id and the fix; `describe_taskset` reads what the teacher contract needs
-for hub_env.json: the Task class, its rewards with weights and its metrics, the config
+`verifiers.v1.Taskset` subclass (prime-rl #3226). `find_taskset` resolves an id with verifiers'
+own loader (`verifiers.v1.utils.loaders.taskset_class`, what prime-rl calls while its config
+validates) and turns its failures into one line naming the id and the fix; `describe_taskset`
+reads what the teacher contract needs for hub_env.json: the Task class, its rewards with weights and its metrics, the config
 fields, the first task's prompt, system prompt and answer field, the train/eval arguments,
 3 TRAIN tasks as samples (eval tasks are counted, never read), and how the answer is read (a
 v1 reward reads the reply from the trace itself: the parser objects its module holds are
@@ -14,8 +14,8 @@ cannot read is refused here, not mid-training).
 `taskset_for_env` finds the taskset id of an env module: the module itself when it exports one,
 else its top-level `<module>_v1` companion (the layout `selfimprove_arith` ships: a classic env,
 and `selfimprove_arith_v1` naming its v1 Taskset). Not `<module>.v1`: the loader first looks up
-`verifiers.v1.tasksets.<id>`, and for a dotted id that lookup raises before the id is tried. `trace_for` / `score_reply` score one reply offline (no model server),
-as the CPU engine does.
+`verifiers.v1.tasksets.<id>`, and for a dotted id that lookup raises before the id is tried.
+`trace_for` / `score_reply` score one reply offline (no model server), as the CPU engine does.
 
 This imports the env, so selfimprove runs it in a fresh interpreter, the env's (taskset_probe.py
 answers the requests there). What the phases call is env_api_v1.py.
