@@ -6,10 +6,9 @@ own loader (`verifiers.v1.utils.loaders.taskset_class`, what prime-rl calls whil
 validates) and turns its failures into one line naming the id and the fix; `describe_taskset`
 reads what the teacher contract needs for hub_env.json: the Task class, its rewards with weights
 and its metrics, the config fields, the first task's prompt, system prompt and answer field, the
-train/eval arguments,
-3 TRAIN tasks as samples (eval tasks are counted, never read), and how the answer is read (a
-v1 reward reads the reply from the trace itself: the parser objects its module holds are
-named, and every reward is run once on probe replies, so a reward that raises on a reply it
+train/eval arguments, 3 TRAIN tasks as samples (eval tasks are counted, never read), and how the
+answer is read (a v1 reward reads the reply from the trace itself: the parser objects its module
+holds are named, and every reward is run once on probe replies, so a reward that raises on a reply it
 cannot read is refused here, not mid-training).
 
 `taskset_for_env` finds the taskset id of an env module: the module itself when it exports one,
