@@ -22,7 +22,7 @@ SMALL = ("--steps-per-run", "4", "--batch-size", "32", "--rollouts-per-example",
 
 
 # hub_env.json's `taskset` section for a --stack v1 run (what stack.verifiers_v1.describe_taskset records)
-V1_TASKSET = {"taskset_id": "selfimprove_arith.v1", "task_class": "ArithTask", "train_args": {"split": "train"},
+V1_TASKSET = {"taskset_id": "selfimprove_arith_v1", "task_class": "ArithTask", "train_args": {"split": "train"},
               "eval_args": {"split": "eval"}, "rewards": [{"name": "correct_answer", "weight": 1.0}], "answer_field": "answer"}
 
 
@@ -167,7 +167,7 @@ def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_e
     assert cmd[cmd.index("--orchestrator.group-size") + 1] == "4" and "--orchestrator.rollouts-per-example" not in cmd
     assert cmd[cmd.index("--run.name") + 1] == "prime_out" and cmd[cmd.index("--output-dir") + 1] == str(arm.dir)
     overlay = v08.read_toml(arm.eval_overlay)  # eval on the real taskset's eval rows, by its module id
-    assert overlay["orchestrator"]["eval"]["source"][0]["env"]["taskset"] == {"id": "selfimprove_arith.v1", "split": "eval"}
+    assert overlay["orchestrator"]["eval"]["source"][0]["env"]["taskset"] == {"id": "selfimprove_arith_v1", "split": "eval"}
     assert not (arm.prime_out / "run_default").exists()
     assert arm.eval_file(4).is_file() and (arm.orchestrator_ckpt(4) / "progress.json").is_file()
     s = rd.read_eval_summary(arm)

@@ -50,7 +50,7 @@ def test_engine_scores_a_v1_source_with_the_tasks_own_rewards(tmp_path: Path, mo
     from selfimprove.rl.tasksets import load_taskset, score_tasks, taskset_rows
     from selfimprove_arith import make_split
 
-    env = load_taskset("selfimprove_arith.v1", {"split": "eval"})
+    env = load_taskset("selfimprove_arith_v1", {"split": "eval"})
     rows = taskset_rows(env, 3)
     assert [r["prompt"][-1]["content"] for r in rows] == [q for q, _ in make_split("eval", 3)]
     good, bad = f"<answer>{rows[0]['answer']}</answer>", "<answer>x</answer>"
@@ -136,13 +136,13 @@ def test_engine_builds_episode_records_verifiers_can_load(tmp_path: Path):
     from selfimprove.rl.episodes import episode_rows, write_episodes
     from selfimprove.rl.tasksets import load_taskset, score_tasks, taskset_rows
 
-    env = load_taskset("selfimprove_arith.v1", {"split": "eval"})
+    env = load_taskset("selfimprove_arith_v1", {"split": "eval"})
     rows = taskset_rows(env, 1) * 2
     texts = [f"<answer>{rows[0]['answer']}</answer>", "<answer>x</answer>"]
     scored = score_tasks(env, rows, texts)
     recs = [{"completion": [{"role": "assistant", "content": text}], "is_truncated": i == 1, "error": None,
              "sampling_args": {"temperature": 1.0, "max_tokens": 8}, "env_name": "arith",
-             "_env_id": "selfimprove_arith.v1", "_ids": ([7, 8, 9], [1, 2, 3, 4][: 4 - i]),
+             "_env_id": "selfimprove_arith_v1", "_ids": ([7, 8, 9], [1, 2, 3, 4][: 4 - i]),
              "_task": rows[0]["_task"], "_trace": score["trace"], "advantage": 1.0 - 2 * i, "_trained": i == 0}
             for i, (text, score) in enumerate(zip(texts, scored))]
     all_rows, effective = episode_rows(recs, "train", 2, 2, [bool(r["_trained"]) for r in recs])
@@ -170,8 +170,8 @@ def test_engine_run_writes_all_and_effective_episode_files(tmp_path: Path):
     from selfimprove.phases.evals import read_sealed
 
     cfg = v08.fresh_config(model="selfimprove/tiny-arith", new_steps=1, batch_size=32, rollouts_per_example=8,
-                           train_envs=[{"id": "selfimprove_arith.v1", "args": {"split": "train"}}],
-                           eval_env_id="selfimprove_arith.v1", eval_env_args={"split": "eval"}, num_examples=8,
+                           train_envs=[{"id": "selfimprove_arith_v1", "args": {"split": "train"}}],
+                           eval_env_id="selfimprove_arith_v1", eval_env_args={"split": "eval"}, num_examples=8,
                            seq_len=256, train_max_tokens=24, eval_max_tokens=24, seed=1)
     toml = tmp_path / "rl.toml"
     v08.write_toml(toml, cfg)

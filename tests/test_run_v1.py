@@ -42,7 +42,7 @@ def test_v1_run_finishes_with_the_summary(v1_run: Path) -> None:
     assert [r["arm"] for r in json.loads((v1_run / "metrics.json").read_text())["iters"]] == ARMS
     assert "## Final summary" in (v1_run / "scratchpad.md").read_text()
     hub = json.loads((v1_run / "hub_env.json").read_text())
-    assert hub["api"] == "verifiers.v1" and hub["taskset"]["taskset_id"] == "selfimprove_arith.v1"
+    assert hub["api"] == "verifiers.v1" and hub["taskset"]["taskset_id"] == "selfimprove_arith_v1"
     assert hub["taskset"]["eval_args"] == {"split": "eval"} and hub["taskset"]["train_args"] == {"split": "train"}
 
 
@@ -72,9 +72,9 @@ def test_real_env_is_the_taskset_and_generated_data_a_v1_package(v1_run: Path) -
 
     run_b = v08.read_toml(v1_run / "run_b_combined_from_base" / "rl.toml")
     ids = [s["env"]["taskset"]["id"] for s in run_b["orchestrator"]["train"]["source"]]
-    assert ids[0] == "selfimprove_arith.v1" and ids[1].endswith("_run_b") and len(ids) == 2  # real + generated sources
+    assert ids[0] == "selfimprove_arith_v1" and ids[1].endswith("_run_b") and len(ids) == 2  # real + generated sources
     for source in run_b["orchestrator"]["eval"]["source"]:
-        assert source["env"]["taskset"] == {"id": "selfimprove_arith.v1", "split": "eval"}
+        assert source["env"]["taskset"] == {"id": "selfimprove_arith_v1", "split": "eval"}
     package = json.loads((v1_run / "iter_1" / "package.json").read_text())["package"]
     source = (v1_run / "iter_1" / package / package / "__init__.py").read_text()
     assert "class ArithTask" not in source and "correct_answer" not in source  # nothing of the hub copied
@@ -83,3 +83,70 @@ def test_real_env_is_the_taskset_and_generated_data_a_v1_package(v1_run: Path) -
 
     importlib.invalidate_caches()
     assert find_taskset(package).task_type() is ArithTask  # the installed package uses the hub's Task class
+
+
+OTHER_VERIFIERS = "0.4.0"  # the v1 API alone (requires-python >=3.11: installs beside this venv's 3.11)
+RESOLVE = """
+import json, sys
+import verifiers
+from verifiers.v1.utils.loaders import taskset_class
+out = {}
+for taskset_id in sys.argv[1:]:
+    try:
+        out[taskset_id] = taskset_class(taskset_id).__name__
+    except Exception as e:
+        out[taskset_id] = f"{type(e).__name__}: {e}"
+print(json.dumps({"version": verifiers.__version__, "resolved": out}))
+"""
+
+
+@pytest.fixture(scope="module")
+def verifiers_040_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A venv with verifiers 0.4.0 only (no selfimprove, no datasets). SELFIMPROVE_TEST_V040_VENV reuses one."""
+    import os
+
+    reuse = os.environ.get("SELFIMPROVE_TEST_V040_VENV")
+    if reuse:
+        return Path(reuse) / "bin" / "python"
+    venv = tmp_path_factory.mktemp("verifiers-040") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=600)
+    proc = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"verifiers=={OTHER_VERIFIERS}"],
+                          capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return venv / "bin" / "python"
+
+
+def _written_sources(v1_run: Path) -> list[tuple[str, str]]:
+    """(where, taskset id) of every [[orchestrator.train|eval.source]] of every config the run wrote."""
+    from selfimprove.stack import prime_rl_v08 as v08
+
+    uses = []
+    for path in sorted(p for p in v1_run.rglob("*.toml") if "prime_out" not in p.parts and p.parent.name.startswith(("iter_", "run_"))):
+        orchestrator = v08.read_toml(path).get("orchestrator", {})
+        for group in ("train", "eval"):
+            for i, source in enumerate(orchestrator.get(group, {}).get("source", [])):
+                uses.append((f"{path.relative_to(v1_run)} {group}.source[{i}]", source["env"]["taskset"]["id"]))
+    return uses
+
+
+@pytest.mark.parametrize("verifiers_version", ["0.3.1", OTHER_VERIFIERS])
+def test_every_written_source_resolves_with_verifiers_own_loader(v1_run: Path, verifiers_version: str,
+                                                                  request: pytest.FixtureRequest) -> None:
+    """prime-rl main imports each source's env.taskset.id through verifiers.v1.utils.loaders.taskset_class while
+    its config validates (a dotted id raises there). Every id the run wrote must resolve, with the project's
+    verifiers (0.3.1) and with 0.4.0, the generated packages importable from their project dirs."""
+    import os
+
+    uses = _written_sources(v1_run)
+    assert len(uses) >= 10 and {i for _, i in uses} >= {"selfimprove_arith_v1"}
+    python = sys.executable if verifiers_version == "0.3.1" else request.getfixturevalue("verifiers_040_python")
+    packages = [p.parent / json.loads(p.read_text())["package"] for p in v1_run.glob("*/package.json")]
+    path = os.pathsep.join([str(REPO / "src"), *map(str, packages)])
+    proc = subprocess.run([str(python), "-c", RESOLVE, *sorted({i for _, i in uses})], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "PYTHONPATH": path}, cwd=v1_run)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    reply = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert reply["version"].startswith(verifiers_version)
+    refused = {where: reply["resolved"][i] for where, i in uses if not reply["resolved"][i].endswith("Taskset")}
+    assert refused == {}
+    print(f"verifiers {reply['version']}: {len(uses)} sources, ids {reply['resolved']}")

@@ -62,8 +62,8 @@ def test_choose_stack(tmp_path: Path, envs: Path):
         choose_stack("seed", v1, "classic_env")  # ... and refused where the checkout contradicts it
     with pytest.raises(ConfigError, match=r"#3226.*v1 Taskset.*--stack seed"):
         choose_stack(None, v1, "classic_env")
-    both = choose_stack(None, v1, "selfimprove_arith")  # a classic env with a v1 Taskset in <module>.v1
-    assert both.stack == "v1" and "a v1 Taskset in 'selfimprove_arith.v1'" in both.source
+    both = choose_stack(None, v1, "selfimprove_arith")  # a classic env with a v1 Taskset named by <module>_v1
+    assert both.stack == "v1" and "a v1 Taskset in 'selfimprove_arith_v1'" in both.source
     assert choose_stack(None, None, "selfimprove_arith").stack == "seed"  # no checkout: the classic API, as before
     with pytest.raises(UsageError, match="--stack v2"):
         choose_stack("v2", None, None)

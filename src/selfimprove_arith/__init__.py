@@ -48,6 +48,9 @@ def _rows(split: str, n: int) -> list[dict]:
 
 
 def load_environment(num_train_examples: int = -1, num_eval_examples: int = -1, **kwargs) -> vf.Environment:
+    # Imported here, not at the top: the CLI reads this package's registrations without loading verifiers,
+    # and the v1 taskset module, selfimprove_arith_v1, imports this package and must load under verifiers 0.4,
+    # whose venv need not hold `datasets` (only the classic env uses it).
     import verifiers as vf
     from datasets import Dataset
 

@@ -160,7 +160,7 @@ def as_episode(r: dict, kind: str, step: int) -> dict:
     if "reward" in r:
         trace.rewards = {"correct_answer": vf.Reward(score=r["reward"])}
     work = (TrainWorkInfo if kind == "train" else EvalWorkInfo)(step=step)
-    return vf.Episode(env=EnvInfo(id="selfimprove_arith.v1", name=kind), task=task,
+    return vf.Episode(env=EnvInfo(id="selfimprove_arith_v1", name=kind), task=task,
                       group=GroupInfo(id=f"{kind}-{step}-{r['example_id']}"),
                       run=TrainRunInfo(id="fake", work=work), ok=True, traces=[trace]).to_record()
 

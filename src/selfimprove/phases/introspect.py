@@ -256,6 +256,8 @@ def introspect(
         # probe only when the env also has a classic side; a Taskset-only env is described by its Taskset
         api, info, taskset = dialect_for(cfg).env_api.describe_env(cfg.hub_id, cfg.env_args, timeout=timeout, python=python,
                                                                    evaluated_examples=cfg.eval_examples)
+        # the canonical config's ids resolve with the stack's own loader, before anything is written
+        dialect_for(cfg).env_api.check_canonical_ids(dialect_for(cfg), cfg.dataset, cfg.canonical_config, python)
         warnings = list(info.get("warnings") or [])
         warnings += qwen3_warnings(cfg.model, info["parser_class"], info.get("parser_config") or {})
         hub = HubEnv(

@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ..engines import procs
 from ..errors import ConfigError, UsageError
+from .verifiers_v1 import companion_id
 
 SEED, V1 = "seed", "v1"
 SCHEMA_FILE = Path("packages/prime-rl-configs/src/prime_rl/configs/orchestrator.py")
@@ -149,9 +150,11 @@ def _defines_taskset(text: str) -> bool:
 
 
 def has_v1_wrapper(module: str, python: str | None = None) -> bool:
-    """True when `<module>.v1` defines a Taskset (a classic env that also ships as a v1 taskset, like selfimprove_arith)."""
-    text = _source(f"{module}.v1", python)
-    return text is not None and _defines_taskset(text)
+    """True when `<module>_v1` names a Taskset (a classic env that also ships as a v1 taskset, like
+    selfimprove_arith beside selfimprove_arith_v1). That module may only re-export the Taskset, so
+    its source counts when it defines one or imports one from the env's package."""
+    text = _source(companion_id(module), python)
+    return text is not None and (_defines_taskset(text) or re.search(r"Taskset\b", text) is not None)
 
 
 def env_api(module: str, python: str | None = None) -> tuple[str | None, str]:
@@ -183,7 +186,7 @@ def choose_stack(explicit: str | None, prime_rl_dir: str | None, env_module: str
         check_explicit(explicit, engine, prime, prime_seen, env, env_seen, env_module, python)
         return Detected(explicit, f"--stack {explicit} ({prime_seen}; {env_seen})")
     if prime == V1 and env == SEED and has_v1_wrapper(env_module, python):  # the classic env's v1 Taskset is what runs
-        return Detected(V1, f"{prime_seen}; {env_seen}, and a v1 Taskset in '{env_module}.v1'")
+        return Detected(V1, f"{prime_seen}; {env_seen}, and a v1 Taskset in '{companion_id(env_module)}'")
     if prime and env and prime != env:
         raise ConfigError(mismatch(prime, env, prime_seen, env_seen))
     if prime:
@@ -206,9 +209,9 @@ def check_explicit(explicit: str, engine: str, prime: str | None, prime_seen: st
         raise UsageError(f"--stack {explicit}: {prime_seen} speaks the {prime} dialect; use --stack {prime} "
                          f"(or drop --stack), or point PRIME_RL_DIR at {PRIME_RL_OF[explicit]}")
     if explicit == V1 and env == SEED and not has_v1_wrapper(env_module, python):  # type: ignore[arg-type]
-        raise UsageError(f"--stack v1: {env_seen} and no v1 Taskset (none in '{env_module}.v1' either), and the v1 "
+        raise UsageError(f"--stack v1: {env_seen} and no v1 Taskset (none in '{companion_id(env_module)}' either), and the v1 "
                          "dialect loads only verifiers v1 Tasksets; use --stack seed (or drop --stack), or wrap the "
-                         "env as a v1 Taskset (see selfimprove_arith.v1)")
+                         "env as a v1 Taskset (see selfimprove_arith_v1)")
     if explicit == SEED and env == V1 and not has_load_environment(env_module, python):  # type: ignore[arg-type]
         raise UsageError(f"--stack seed: {env_seen} and no load_environment, and the seed dialect loads only classic "
                          f"envs; use --stack {other} (or drop --stack), or give the env a load_environment")
@@ -223,7 +226,7 @@ def mismatch(prime: str, env: str, prime_seen: str, env_seen: str) -> str:
     """One line: why the env can't run under this prime-rl, and what to do."""
     if prime == V1:
         return (f"{env_seen}, but {prime_seen} runs only verifiers v1 Tasksets (classic load_environment envs were "
-                f"dropped in prime-rl #3226); wrap the env as a v1 Taskset (see selfimprove_arith.v1), or use "
+                f"dropped in prime-rl #3226); wrap the env as a v1 Taskset (see selfimprove_arith_v1), or use "
                 f"prime-rl 09e297743 with --stack seed")
     return (f"{env_seen}, but {prime_seen} runs only classic load_environment envs; use prime-rl >= 0.8 "
             f"(559b44772) with --stack v1, or give the env a load_environment")

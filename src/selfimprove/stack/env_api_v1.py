@@ -6,7 +6,7 @@ the version: `describe_env` (introspect), `real_env` (which rows train and evalu
 gen_dataset.py) and `build_env_package` (generated data as a package).
 
 Every step that imports verifiers or the env runs in the env's interpreter through
-`verifiers_v1.run_in_env_python` (stack/env_python.py picks it); only descriptions, scores and
+`taskset_probe.run_in_env_python` (stack/env_python.py picks it); only descriptions, scores and
 hashes come back.
 """
 
@@ -18,9 +18,10 @@ from typing import Any
 
 from ..errors import ConfigError
 from .verifiers_classic import parser_round_trip_loop
-from .verifiers_v1 import API, probe_taskset, run_in_env_python
+from .taskset_probe import check_taskset_ids, probe_taskset, run_in_env_python
+from .verifiers_v1 import API
 
-__all__ = ["API", "describe_env", "real_env", "round_trip_gate", "eval_ngrams", "eval_ngrams_key", "generator_skeleton", "build_env_package"]
+__all__ = ["API", "describe_env", "check_canonical_ids", "real_env", "round_trip_gate", "eval_ngrams", "eval_ngrams_key", "generator_skeleton", "build_env_package"]
 
 
 def has_classic_side(env_module: str, python: str | None = None) -> bool:
@@ -151,3 +152,25 @@ def build_env_package(project_dir: Path, package: str, dataset: Path, *, hub, or
     return build_taskset_package(project_dir, package, dataset, hub_module=ts[0], hub_args=ts[1],
                                  answer_field=hub.taskset.get("answer_field") or "answer", origin=origin,
                                  provenance=provenance)
+
+
+def check_canonical_ids(dialect, dataset: str, canonical_config: str | None, python: str | None = None) -> None:
+    """The taskset ids of the canonical config the baseline will find (run.json canonical_config, else the
+    dataset's configs/basic/<dataset>/rl.toml), resolved now with verifiers' loader in the env's interpreter:
+    prime-rl imports them while its config validates, so an id it cannot load would fail the first job.
+    ConfigError naming the file, the field, the id and the fix. No canonical config found: nothing to check
+    (the baseline then writes one from hub_env.json, whose id describe_env has just resolved)."""
+    from ..resources import project_configs_dirs
+
+    found, _ = dialect.find_canonical_config(dataset, canonical_config, None, project_configs_dirs())
+    if found is None:
+        return
+    canonical = dialect.read_toml(found)
+    uses = []
+    for group in ("train", "eval"):
+        sources = ((canonical.get("orchestrator") or {}).get(group) or {}).get("source") or []
+        for i, source in enumerate(sources if isinstance(sources, list) else []):
+            taskset_id = ((source.get("env") or {}).get("taskset") or {}).get("id") if isinstance(source, dict) else None
+            if isinstance(taskset_id, str):
+                uses.append((taskset_id, f"canonical config {found}: orchestrator.{group}.source[{i}].env.taskset.id"))
+    check_taskset_ids(uses, python)

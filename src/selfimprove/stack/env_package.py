@@ -34,10 +34,11 @@ from ..rundir import atomic_write_json, atomic_write_text
 
 
 def package_name(dataset: str, suffix: str, run_id: str | None = None) -> str:
-    """`<dataset>_r<run_id>_<suffix>` (`<dataset>_<suffix>` for runs without a run_id), with
-    underscores only (prime env install resolves by underscored name)."""
+    """`<dataset>_r<run_id>_<suffix>` (`<dataset>_<suffix>` for runs without a run_id), lower case with
+    underscores only: prime env install resolves by underscored name, and verifiers' taskset loader
+    lower-cases an id and cannot import one with a dot."""
     middle = f"_r{run_id}" if run_id else ""
-    return f"{dataset}{middle}_{suffix}".replace("-", "_").replace(".", "_")
+    return f"{dataset}{middle}_{suffix}".replace("-", "_").replace(".", "_").lower()
 
 
 def file_sha256(path: Path) -> str:
@@ -228,15 +229,21 @@ print(json.dumps({"rows": len(ds), "module_file": pkg.__file__, "verifiers_versi
 """
 
 
-# The v1 check: the module's one exported Taskset, iterated (what prime-rl >= 0.8 trains on).
+# The v1 check: the package's id resolved by verifiers' own loader (as prime-rl >= 0.8 resolves it
+# while its config validates), and its one Taskset iterated (what it trains on).
 _VERIFY_TASKSET_SCRIPT = """
-import importlib, inspect, json, sys
+import importlib, json, sys
 import verifiers
 import verifiers.v1 as vf
+from verifiers.v1.utils.loaders import taskset_class
+try:
+    taskset = taskset_class(sys.argv[1])
+except Exception as e:  # the loader reports a failing import as "not found": name what failed inside it
+    cause = e.__cause__
+    said = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    sys.exit(said + (f" (inside: {type(cause).__name__}: {cause})" if cause is not None else ""))
 pkg = importlib.import_module(sys.argv[1])
-found = [c for c in (getattr(pkg, n) for n in pkg.__all__) if inspect.isclass(c) and issubclass(c, vf.Taskset)]
-assert len(found) == 1, f"{sys.argv[1]}: __all__ exports {len(found)} Tasksets, not one"
-rows = sum(1 for _ in found[0](vf.TasksetConfig(id=sys.argv[1])))
+rows = sum(1 for _ in taskset(vf.TasksetConfig(id=sys.argv[1])))
 print(json.dumps({"rows": rows, "module_file": pkg.__file__, "verifiers_version": getattr(verifiers, "__version__", None)}))
 """
 
@@ -274,6 +281,11 @@ def install_and_verify(
                       "verifiers_version": result.get("verifiers_version"), "attempts": attempts}
             return record
     got = attempts[-1].get("rows")
+    if got is None and api == "verifiers.v1":  # the id itself does not load: reinstalling cannot help
+        raise SelfImproveError(
+            f"generated taskset id '{package}' ({project_dir}): verifiers' loader cannot load it, as prime-rl would "
+            f"not ({attempts[-1].get('error')}); check that the hub taskset id in hub_env.json loads "
+            f"(`selfimprove introspect` resolves it) and that {python} has verifiers installed")
     raise SelfImproveError(
         f"{package}: {'the Taskset yielded' if api == 'verifiers.v1' else 'load_environment built'} {got} rows, dataset.jsonl has {expected_rows} "
         f"(after cleanup + reinstall twice; {attempts[-1].get('error') or 'stale install?'}); "

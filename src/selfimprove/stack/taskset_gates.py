@@ -1,6 +1,6 @@
 """The dataset gate's two reads of a verifiers v1 taskset: the round trip and the eval n-grams.
 
-Both run inside the env's interpreter (verifiers_v1._main dispatches here), so they may import
+Both run inside the env's interpreter (taskset_probe.py dispatches here), so they may import
 verifiers and the env; what leaves the subprocess is numbers only:
 
 - `round_trip_scores`: each generated row becomes a task of the hub's own Task class (its
@@ -19,7 +19,7 @@ import asyncio
 import importlib.util
 from typing import Any
 
-from .verifiers_v1 import (_first_line, config_class, find_taskset, load_tasks, prompt_messages, reward_functions,
+from .verifiers_v1 import (first_line, config_class, find_taskset, load_tasks, prompt_messages, reward_functions,
                            score_reply)
 
 
@@ -31,7 +31,7 @@ async def _score_rows(task_class, data_class, task_config, system_prompt, answer
                               **{answer_field: row["answer"]})
             trace = await score_reply(task_class(data, task_config), row["reasoning"])
         except Exception as e:  # a row the task cannot be built from, or a reward raising on it
-            out.append({"error": _first_line(e.__cause__ or e)})
+            out.append({"error": first_line(e.__cause__ or e)})
             continue
         out.append({"rewards": {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}})
     return out

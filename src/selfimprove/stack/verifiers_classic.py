@@ -343,6 +343,11 @@ def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, pytho
                                evaluated_examples=evaluated_examples), None
 
 
+def check_canonical_ids(dialect, dataset: str, canonical_config: str | None, python: str | None = None) -> None:
+    """Nothing to resolve: a classic env's id is the one the probe has just loaded with load_environment
+    (the v1 API resolves its canonical config's taskset ids here, env_api_v1.check_canonical_ids)."""
+
+
 def real_env(hub, split: str) -> tuple[str, dict]:
     """(env id, env args) of the real env: load_environment picks the split itself."""
     return hub.env_id, dict(hub.env_args)

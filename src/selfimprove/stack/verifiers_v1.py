@@ -1,24 +1,24 @@
 """A verifiers v1 taskset module, checked and described the way prime-rl >= 0.8 uses it.
 
 prime-rl main imports a taskset id as a module whose `__all__` exports exactly one
-`verifiers.v1.Taskset` subclass (prime-rl #3226). `find_taskset` applies that rule with one
-line naming the module and the fix; `describe_taskset` reads what the teacher contract needs
-for hub_env.json: the Task class, its rewards with weights and its metrics, the config
-fields, the first task's prompt, system prompt and answer field, the train/eval arguments,
-3 TRAIN tasks as samples (eval tasks are counted, never read), and how the answer is read (a
-v1 reward reads the reply from the trace itself: the parser objects its module holds are
-named, and every reward is run once on probe replies, so a reward that raises on a reply it
+`verifiers.v1.Taskset` subclass (prime-rl #3226). `find_taskset` resolves an id with verifiers'
+own loader (`verifiers.v1.utils.loaders.taskset_class`, what prime-rl calls while its config
+validates) and turns its failures into one line naming the id and the fix; `describe_taskset`
+reads what the teacher contract needs for hub_env.json: the Task class, its rewards with weights
+and its metrics, the config fields, the first task's prompt, system prompt and answer field, the
+train/eval arguments, 3 TRAIN tasks as samples (eval tasks are counted, never read), and how the
+answer is read (a v1 reward reads the reply from the trace itself: the parser objects its module
+holds are named, and every reward is run once on probe replies, so a reward that raises on a reply it
 cannot read is refused here, not mid-training).
 
-`taskset_for_env` finds the taskset of an env module: the module itself when it exports one,
-else its `<module>.v1` wrapper (the layout `selfimprove_arith` ships: a classic env with a v1
-Taskset beside it). `trace_for` / `score_reply` score one reply offline (no model server),
-as the CPU engine does.
+`taskset_for_env` finds the taskset id of an env module: the module itself when it exports one,
+else its top-level `<module>_v1` companion (the layout `selfimprove_arith` ships: a classic env,
+and `selfimprove_arith_v1` naming its v1 Taskset). Not `<module>.v1`: the loader first looks up
+`verifiers.v1.tasksets.<id>`, and for a dotted id that lookup raises before the id is tried.
+`trace_for` / `score_reply` score one reply offline (no model server), as the CPU engine does.
 
-This imports the env, so selfimprove runs it in a fresh interpreter (`run_in_env_python`,
-the env's interpreter, as for the classic probe): `_main` answers a describe request, and the
-dataset gate's round trip and eval hashing (taskset_gates.py). What the phases call is
-env_api_v1.py.
+This imports the env, so selfimprove runs it in a fresh interpreter, the env's (taskset_probe.py
+answers the requests there). What the phases call is env_api_v1.py.
 """
 
 from __future__ import annotations
@@ -27,19 +27,14 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
-import json
-import os
 import random
-import subprocess
 import sys
-from pathlib import Path
 from typing import Any
 
-from ..engines import procs
 from ..errors import ConfigError
 
 API = "verifiers.v1"
-PROBE_TIMEOUT_S = 900
+LOADER_NAMESPACE = "verifiers.v1.tasksets"  # where verifiers' loader looks for a taskset id first
 N_TRAIN_SAMPLES = 3  # train tasks shown to the teacher (eval tasks: counted only)
 PROBE_REPLIES = ("", "I do not know.")  # replies no reward may raise on (a wrong reply scores, it does not crash)
 
@@ -47,41 +42,60 @@ PROBE_REPLIES = ("", "I do not know.")  # replies no reward may raise on (a wron
 # ---------------------------------------------------------------- finding the taskset
 
 
-def find_taskset(module_name: str) -> type:
-    """The one Taskset class `module_name` exports; ConfigError naming the module and the fix otherwise."""
-    import verifiers.v1 as vf
+def find_taskset(taskset_id: str) -> type:
+    """The one Taskset class `taskset_id` names, found by verifiers' own loader (as prime-rl finds it);
+    ConfigError naming the id and the fix otherwise."""
+    from verifiers.v1.utils import loaders
 
+    try:  # importing first, apart: an error raised while the module runs is not an export problem
+        loaders.import_taskset(taskset_id)
+    except ModuleNotFoundError as e:
+        if (e.name or "").startswith(LOADER_NAMESPACE + "."):  # find_spec of the namespaced name, on the id's dot
+            raise ConfigError(
+                f"taskset module '{taskset_id}': a dotted id, which verifiers' loader cannot import (it looks up "
+                f"'{LOADER_NAMESPACE}.{taskset_id}' first and fails on the dot); export the Taskset from a top-level "
+                f"module and give its name (e.g. '{taskset_id.replace('.', '_')}', as selfimprove_arith_v1 does)") from None
+        raise ConfigError(f"taskset module '{taskset_id}': cannot import it ({first_line(e.__cause__ or e)}); "
+                          f"install the env package") from None
     try:
-        module = importlib.import_module(module_name)
-    except ImportError as e:
-        raise ConfigError(f"taskset module '{module_name}': cannot import it ({e}); install the env package") from None
-    names = getattr(module, "__all__", None)
-    if names is None:
-        raise ConfigError(f"taskset module '{module_name}': no __all__; export its one Taskset class in __all__ (prime-rl >= 0.8 reads only that)")
-    found = [getattr(module, n, None) for n in names]
-    tasksets = [c for c in found if inspect.isclass(c) and issubclass(c, vf.Taskset)]
-    if len(tasksets) != 1:
-        what = "no Taskset" if not tasksets else f"{len(tasksets)} Tasksets ({', '.join(c.__name__ for c in tasksets)})"
-        raise ConfigError(f"taskset module '{module_name}': __all__ exports {what}; export exactly one verifiers.v1 Taskset subclass")
-    return tasksets[0]
+        return loaders.taskset_class(taskset_id)
+    except AttributeError:
+        raise ConfigError(f"taskset module '{taskset_id}': no __all__; export its one Taskset class in __all__ "
+                          f"(prime-rl >= 0.8 reads only that)") from None
+    except (TypeError, ValueError) as e:  # verifiers: no Taskset exported (TypeError), or several (ValueError)
+        said = (str(e).strip().splitlines() or [type(e).__name__])[0]  # verifiers' own line ends with the fix
+        raise ConfigError(f"taskset id '{taskset_id}' refused by verifiers' loader: {said}") from None
 
 
 def taskset_for_env(env_module: str) -> str:
-    """The taskset id (a module name) of an env module: itself when it exports a Taskset, else `<module>.v1`."""
-    candidates = [env_module, f"{env_module}.v1"]
-    for name in candidates:
-        try:
-            if importlib.util.find_spec(name) is None:
-                continue
-        except (ImportError, ValueError):
+    """The taskset id (a module name) of an env module: itself when it exports a Taskset, else `<module>_v1`."""
+    for name in (env_module, companion_id(env_module)):
+        if not _importable(name):
             continue
         module = importlib.import_module(name)
         if _exports_a_taskset(module) or name != env_module:
             return name
+    if _importable(f"{env_module}.v1"):  # the layout this project used before: refused by the loader
+        raise ConfigError(
+            f"env module '{env_module}' keeps its Taskset in '{env_module}.v1', a dotted id that verifiers' loader "
+            f"(and so prime-rl >= 0.8) cannot import; re-export it from a top-level module '{companion_id(env_module)}' "
+            f"with __all__ naming the Taskset (see selfimprove_arith_v1)")
     raise ConfigError(
-        f"env module '{env_module}' exports no verifiers v1 Taskset and has no '{env_module}.v1' module; prime-rl >= 0.8 "
-        f"runs only Tasksets (#3226): add one (see selfimprove_arith.v1), or run with --stack seed"
+        f"env module '{env_module}' exports no verifiers v1 Taskset and has no '{companion_id(env_module)}' module; "
+        f"prime-rl >= 0.8 runs only Tasksets (#3226): add one (see selfimprove_arith_v1), or run with --stack seed"
     )
+
+
+def companion_id(env_module: str) -> str:
+    """The top-level module that names a classic env's v1 Taskset (selfimprove_arith -> selfimprove_arith_v1)."""
+    return f"{env_module}_v1"
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):  # find_spec imports the parent package of a dotted name
+        return False
 
 
 def _exports_a_taskset(module) -> bool:
@@ -103,7 +117,7 @@ def load_tasks(module_name: str, args: dict[str, Any] | None = None, limit: int 
     try:
         taskset = taskset_class(config_class(taskset_class)(id=module_name, **(args or {})))
     except Exception as e:  # pydantic refuses an unknown or mistyped field
-        raise ConfigError(f"taskset module '{module_name}': config {args or {}} refused: {_first_line(e)}; "
+        raise ConfigError(f"taskset module '{module_name}': config {args or {}} refused: {first_line(e)}; "
                           f"use the fields of {config_class(taskset_class).__name__}") from None
     if limit is not None and limit >= 0:
         taskset = first_tasks(taskset, limit)
@@ -228,7 +242,7 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None, eva
             cause = e.__cause__ or e
             raise ConfigError(
                 f"taskset module '{module_name}': a reward of task {task_class.__name__} raised on the probe reply "
-                f"{reply!r} ({_first_line(cause)}); make it return 0.0 for a reply it cannot read"
+                f"{reply!r} ({first_line(cause)}); make it return 0.0 for a reply it cannot read"
             ) from None
         probes[reply] = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
     eval_rows = len(load_tasks(module_name, eval_args)) if eval_args != train_args else None  # counted, never read
@@ -293,71 +307,6 @@ def _task_data_fields() -> list[str]:
     return list(vf.TaskData.model_fields)
 
 
-def _first_line(e: BaseException) -> str:
+def first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
-
-
-# ---------------------------------------------------------------- in a fresh interpreter
-
-_SRC = Path(__file__).resolve().parents[2]  # the directory holding the selfimprove package
-
-
-def run_in_env_python(request: dict[str, Any], what: str, python: str | None = None,
-                      timeout: float = PROBE_TIMEOUT_S) -> Any:
-    """One `_main` request (op describe | round_trip | eval_ngrams) in a fresh `python` (an install made
-    after this process started counts; a stale import does not). ConfigError with its one line."""
-    code = f"import sys; sys.path.append({str(_SRC)!r}); from selfimprove.stack.verifiers_v1 import _main; _main()"
-    env = {**os.environ, "HF_DATASETS_DISABLE_PROGRESS_BARS": "1", "TOKENIZERS_PARALLELISM": "false"}
-    try:
-        proc = procs.run_child([python or sys.executable, "-c", code], input=json.dumps(request), capture_output=True,
-                               text=True, timeout=timeout, env=env)
-    except subprocess.TimeoutExpired:
-        raise ConfigError(f"{what} took longer than {timeout:.0f} s") from None
-    lines = proc.stdout.strip().splitlines()
-    try:
-        reply = json.loads(lines[-1])
-    except (IndexError, json.JSONDecodeError):
-        last = (proc.stderr.strip().splitlines() or ["(no output)"])[-1]
-        raise ConfigError(f"{what} failed (exit {proc.returncode}): {last}") from None
-    if not reply.get("ok"):
-        raise ConfigError(reply["message"])
-    return reply["result"]
-
-
-def probe_taskset(env_module: str, env_args: dict[str, Any], python: str | None = None,
-                  timeout: float = PROBE_TIMEOUT_S, evaluated_examples: int = -1) -> dict[str, Any]:
-    """describe_taskset(taskset_for_env(env_module), env_args, evaluated_examples), in a fresh `python`."""
-    return run_in_env_python({"op": "describe", "env_module": env_module, "env_args": env_args,
-                              "evaluated_examples": evaluated_examples},
-                             f"probing the v1 taskset of '{env_module}'", python, timeout)
-
-
-def _handle(request: dict[str, Any]) -> Any:
-    from . import taskset_gates
-
-    op = request.get("op", "describe")
-    if op == "describe":
-        return describe_taskset(taskset_for_env(request["env_module"]), request.get("env_args") or {},
-                                int(request.get("evaluated_examples", -1)))
-    if op == "round_trip":
-        return taskset_gates.round_trip_scores(request["taskset_id"], request["args"], request["answer_field"],
-                                               request["rows"])
-    if op == "eval_ngrams":
-        return taskset_gates.eval_question_hashes(request["taskset_id"], request["args"], request["limit"],
-                                                  request["hasher_file"], request["source"])
-    raise ConfigError(f"unknown request op {op!r}")
-
-
-def _main() -> None:
-    request = json.loads(sys.stdin.read())
-    real_stdout, sys.stdout = sys.stdout, sys.stderr  # what the env prints must not corrupt the reply
-    try:
-        reply = {"ok": True, "result": _handle(request)}
-    except ConfigError as e:
-        reply = {"ok": False, "message": str(e)}
-    except Exception as e:  # an env failing in a way not foreseen: one line naming it
-        name = request.get("env_module") or request.get("taskset_id")
-        reply = {"ok": False, "message": f"env module '{name}': {_first_line(e)}"}
-    real_stdout.write(json.dumps(reply, default=str) + "\n")
-

@@ -1,7 +1,7 @@
 """v1_only_arith: selfimprove-arith's problems as a verifiers v1 Taskset with NO classic `load_environment`
 (a test fixture for `selfimprove run --stack v1` end to end, which examples/arith_teacher.py can teach).
 
-Unlike `selfimprove_arith.v1` there is no classic env beside it: selfimprove must read everything
+Unlike `selfimprove_arith_v1` there is no classic env beside it: selfimprove must read everything
 from the Taskset. The reward reads `<answer>N</answer>` with a module-level XMLParser (the parser
 object hub_env.json names, which the scripted teacher writes its tags for).
 
