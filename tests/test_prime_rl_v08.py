@@ -154,3 +154,14 @@ def test_teacher_override_of_the_other_dialect_is_named(tmp_path: Path):
         teacher_overrides(f, SEED)
     f.write_text("[trainer.optim]\nlr = 1e-5\n")
     assert teacher_overrides(f, V1) == {"trainer": {"optim": {"lr": 1e-5}}}
+
+
+def test_each_dialect_reads_the_layout_its_runs_are_written_in():
+    """rundir finds an arm's output tree by run.json `stack` (it sits below stack/ and cannot import it):
+    that table must agree with each dialect's own layout, which the CPU engine writes."""
+    from selfimprove.rundir import LAYOUT_OF_STACK
+    from selfimprove.stack.dialects import DIALECTS
+
+    assert set(LAYOUT_OF_STACK) == set(DIALECTS)
+    for name, d in DIALECTS.items():
+        assert LAYOUT_OF_STACK[name] is d.layout

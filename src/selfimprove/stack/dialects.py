@@ -21,7 +21,7 @@ What differs, read from prime-rl's source at those commits, and where each is ha
   `env.taskset.id` names a module exporting one verifiers v1 Taskset, with the env args as
   fields of that taskset's config: `shape_env` (`seed_env_block` / `source`).
 - W&B: the seed needs shared = false beside offline; main has no `shared` and refuses a
-  shared-level offline: `shape_wandb` (`prime_rl.seed_wandb` / `v08_wandb`).
+  shared-level offline: `shape_wandb` (`seed_wandb` / `v08_wandb`).
 - the renderer table: main's is a union picked by `name`, so a table always carries one:
   `renderer_always_named`.
 - the run directory: main writes to `output_dir / run.name` (no `run_default/`, traces.jsonl):
@@ -44,7 +44,7 @@ from ..errors import ConfigError
 from ..rundir import MAIN_LAYOUT, SEED_LAYOUT
 from . import env_api_v1, verifiers_classic
 from . import prime_rl_checks as checks
-from .prime_rl import Dialect, Rename, seed_wandb
+from .prime_rl import Dialect, Rename
 from .toml_paths import CONFIG_ERROR, is_true, read_toml
 
 _SOURCE_HINT = "[[orchestrator.{}.source]] with env.taskset.id"
@@ -103,6 +103,14 @@ def source(block: dict) -> dict:
         if block.get(seed_key) is not None:
             out[key] = block[seed_key]
     return out
+
+
+def seed_wandb(wandb: dict) -> dict:
+    """The seed's [wandb]: prime-rl 09e297743 refuses offline with its default shared = true."""
+    w = {k: v for k, v in wandb.items() if v is not None}
+    if is_true(w.get("offline")) and "shared" not in w:
+        w["shared"] = False
+    return w
 
 
 def v08_wandb(wandb: dict) -> dict:

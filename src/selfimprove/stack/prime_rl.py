@@ -31,7 +31,7 @@ from ..errors import ConfigError
 from ..rundir import OutputLayout
 from . import prime_rl_checks
 from .prime_rl_keys import leaf_type, needs_default_renderer, normalise_aliases, parse_cli_overrides
-from .toml_paths import CONFIG_ERROR, deep_merge, get_path, is_true, kebab, merge_argv_files, read_toml, set_path, write_toml_text
+from .toml_paths import CONFIG_ERROR, deep_merge, get_path, kebab, merge_argv_files, read_toml, set_path, write_toml_text
 
 SEED_SEQ_LEN = 2048  # the seed's iter_N template
 SEED_TRAIN_MAX_TOKENS = 1024  # the seed's iter_N template
@@ -429,10 +429,3 @@ def _positive(**values: Any) -> None:
         if not isinstance(v, int) or isinstance(v, bool) or v < 1:
             raise ConfigError(f"{CONFIG_ERROR}: {name} = {v!r}: must be an integer >= 1")
 
-
-def seed_wandb(wandb: dict) -> dict:
-    """The seed's [wandb]: prime-rl 09e297743 refuses offline with its default shared = true."""
-    w = {k: v for k, v in wandb.items() if v is not None}
-    if is_true(w.get("offline")) and "shared" not in w:
-        w["shared"] = False
-    return w
