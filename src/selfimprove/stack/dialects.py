@@ -45,7 +45,7 @@ from ..rundir import MAIN_LAYOUT, SEED_LAYOUT
 from . import env_api_v1, verifiers_classic
 from . import prime_rl_checks as checks
 from .prime_rl import Dialect, Rename
-from .toml_paths import CONFIG_ERROR, is_true, read_toml
+from .toml_paths import CONFIG_ERROR, get_path, is_true, kebab, read_toml
 
 _SOURCE_HINT = "[[orchestrator.{}.source]] with env.taskset.id"
 _ENV_HINT = "[[orchestrator.{}.env]] with id and args"
@@ -190,7 +190,7 @@ def dialect_of_argv(argv: list[str]) -> Dialect:
     v0.8 writer always passes), sets the group size or a resume on the CLI, or any of its files
     holds a key of the v0.8 side of RENAMES; else the seed's."""
     v08_paths = {r.v08 for r in RENAMES if r.v08}
-    flags = {"--" + p.replace("_", "-") for p in v08_paths}
+    flags = {"--" + kebab(p) for p in v08_paths}
     if any(tok.split("=", 1)[0] in flags or tok.startswith(("--run.", "--resume")) for tok in argv):
         return V1
     for i, tok in enumerate(argv[:-1]):
@@ -199,15 +199,7 @@ def dialect_of_argv(argv: list[str]) -> Dialect:
                 data = read_toml(argv[i + 1])
             except Exception:  # the dialect's own parser names a bad file
                 continue
-            if any(_has_path(data, p) for p in v08_paths):
+            if any(get_path(data, p) is not None for p in v08_paths):
                 return V1
     return SEED
 
-
-def _has_path(cfg: dict, path: str) -> bool:
-    node: Any = cfg
-    for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return False
-        node = node[part]
-    return True
