@@ -14,7 +14,8 @@ import pytest
 from selfimprove.engines.jobs import read_job
 from selfimprove.models import HubEnv, RewardFunc, RunConfig
 from selfimprove.rundir import RunDir, write_model
-from selfimprove.stack import prime_rl
+from selfimprove.stack import prime_rl_keys, toml_paths
+from selfimprove.stack.dialects import V1
 
 FAKE = Path(__file__).parent / "fakes" / "fake_rl.py"
 SMALL = ("--steps-per-run", "4", "--batch-size", "32", "--rollouts-per-example", "4", "--allow-small-batch",
@@ -68,7 +69,7 @@ def test_engine_cut_of_the_eval_budget_is_one_console_line_and_stated_in_the_ove
     assert [ln for ln in res.output.splitlines() if "3 eval answers are longer than the 43-token budget" in ln]
     overlay = (run / "iter_0" / "eval_overlay.toml").read_text()
     assert "# In force: eval max_completion_tokens" in overlay and "-> 43 in force" in overlay
-    assert prime_rl.read_toml(run / "iter_0" / "eval_overlay.toml")["orchestrator"]["eval"]["sampling"]
+    assert toml_paths.read_toml(run / "iter_0" / "eval_overlay.toml")["orchestrator"]["eval"]["sampling"]
 
 
 def test_no_budget_line_when_the_engine_cut_nothing(run: Path, cli, fake_engine: Path) -> None:
@@ -129,10 +130,10 @@ def test_2b_canonical_max_tokens_is_renamed_not_doubled(run: Path, cli, tmp_path
                      '[[orchestrator.train.env]]\nid = "selfimprove-arith"\n[trainer]\n[inference]\n')
     res = cli("baseline", "--run-dir", run, "--config", canon)
     assert res.exit_code == 0, res.stderr
-    copy = prime_rl.read_toml(RunDir(run).iter(0).dir / "canonical_rl.toml")
+    copy = toml_paths.read_toml(RunDir(run).iter(0).dir / "canonical_rl.toml")
     assert copy["orchestrator"]["eval"]["sampling"] == {"max_completion_tokens": 512}
-    merged = prime_rl.deep_merge(copy, prime_rl.read_toml(RunDir(run).iter(0).eval_overlay))
-    assert prime_rl.alias_conflicts(merged) == []
+    merged = toml_paths.deep_merge(copy, toml_paths.read_toml(RunDir(run).iter(0).eval_overlay))
+    assert prime_rl_keys.alias_conflicts(merged) == []
 
 
 def test_canonical_config_with_both_spellings_is_refused(run: Path, cli, tmp_path: Path) -> None:
@@ -149,7 +150,6 @@ def test_canonical_config_with_both_spellings_is_refused(run: Path, cli, tmp_pat
 def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_engine: Path) -> None:
     """--stack v1: iter_0's canonical, overlay and argv use prime-rl main's keys only; the engine's
     main-layout tree (no run_default/, traces.jsonl) is what the sealed aggregation reads."""
-    from selfimprove.stack import prime_rl_v08 as v08
     from selfimprove.stack.prime_rl_keys import unknown_keys
 
     run = new_run("selfimprove-arith", *SMALL, "--stack", "v1")
@@ -158,15 +158,15 @@ def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_e
     assert res.exit_code == 0, res.stderr
     rd = RunDir(run)
     arm = rd.iter(0)
-    assert arm.layout == "v1" and rd.read_run().stack == "v1"
+    assert arm.layout is V1.layout and rd.read_run().stack == "v1"
     for f in (arm.dir / "canonical_rl.toml", arm.eval_overlay):
-        assert unknown_keys(prime_rl.read_toml(f), v08.KEYS_FILE) == [], f
+        assert unknown_keys(toml_paths.read_toml(f), V1.keys_file) == [], f
     assert rd.read_run().canonical_config.endswith("configs/basic/selfimprove-arith/rl.toml")  # main's config dir
-    assert arm.eval_overlay.read_text().startswith(f"# Written by selfimprove ({v08.DIALECT} dialect)")
+    assert arm.eval_overlay.read_text().startswith(f"# Written by selfimprove ({V1.DIALECT} dialect)")
     cmd = read_job(arm).cmd
     assert cmd[cmd.index("--orchestrator.group-size") + 1] == "4" and "--orchestrator.rollouts-per-example" not in cmd
     assert cmd[cmd.index("--run.name") + 1] == "prime_out" and cmd[cmd.index("--output-dir") + 1] == str(arm.dir)
-    overlay = v08.read_toml(arm.eval_overlay)  # eval on the real taskset's eval rows, by its module id
+    overlay = toml_paths.read_toml(arm.eval_overlay)  # eval on the real taskset's eval rows, by its module id
     assert overlay["orchestrator"]["eval"]["source"][0]["env"]["taskset"] == {"id": "selfimprove_arith_v1", "split": "eval"}
     assert not (arm.prime_out / "run_default").exists()
     assert arm.eval_file(4).is_file() and (arm.orchestrator_ckpt(4) / "progress.json").is_file()

@@ -21,7 +21,8 @@ from selfimprove.phases.iterate import iterate
 from selfimprove.phases.run import run_loop
 from selfimprove.phases.status import run_status
 from selfimprove.rundir import RunDir
-from selfimprove.stack import prime_rl
+from selfimprove.stack import prime_rl_keys, toml_paths
+from selfimprove.stack.dialects import SEED
 
 from loop_helpers import tree_digest, write_teacher_files
 
@@ -67,14 +68,14 @@ def test_compare_runs_three_arms_then_finalize_table(run: RunDir, monkeypatch: p
     hub_eval = run.read_hub_env().eval_size
     assert all(r["n_eval"] == hub_eval for r in result["arms"].values())  # the full eval split
     # Run B: two train env blocks, the canonical's real env first, then the best dataset.
-    run_b = prime_rl.read_toml(run.control("run_b").rl_toml)
+    run_b = toml_paths.read_toml(run.control("run_b").rl_toml)
     envs = run_b["orchestrator"]["train"]["env"]
-    canonical = prime_rl.read_toml(run.iter(0).dir / "canonical_rl.toml")
-    assert envs[0] == prime_rl.canonical_train_envs(canonical)[0] and envs[1]["id"] == f"selfimprove_arith_r{run.read_run().run_id}_run_b"
+    canonical = toml_paths.read_toml(run.iter(0).dir / "canonical_rl.toml")
+    assert envs[0] == SEED.canonical_train_envs(canonical)[0] and envs[1]["id"] == f"selfimprove_arith_r{run.read_run().run_id}_run_b"
     assert "resume_step" not in run_b.get("ckpt", {})
-    assert prime_rl.unknown_keys(run_b) == [] and prime_rl.type_errors(run_b) == []
-    run_c = prime_rl.read_toml(run.control("run_c").rl_toml)
-    assert run_c["orchestrator"]["train"]["env"] == prime_rl.canonical_train_envs(canonical)
+    assert prime_rl_keys.unknown_keys(run_b) == [] and prime_rl_keys.type_errors(run_b) == []
+    run_c = toml_paths.read_toml(run.control("run_c").rl_toml)
+    assert run_c["orchestrator"]["train"]["env"] == SEED.canonical_train_envs(canonical)
     assert run_c["ckpt"]["resume_step"] == run.read_eval_summary(run.iter(0)).final_step
     # Re-running compare keeps finished arms (no retraining, no duplicate records).
     again = compare(run, quiet=True)
@@ -151,10 +152,10 @@ def test_two_seeds_compare_killed_between_replicates_resumes(run: RunDir, monkey
     assert stamps["iter_1_seed1"] == (2, "iter_1") and stamps["run_a_seed1"] == (3, "run_a")
     assert run.arm("run_c_seed1").dir.name == "run_c_real_from_iter0_seed1"
     assert pick_best(metrics.iters).arm == "iter_1"  # replicates never compete for BEST_ITER
-    best, replicate = prime_rl.read_toml(run.iter(1).rl_toml), prime_rl.read_toml(run.arm("iter_1_seed1").rl_toml)
+    best, replicate = toml_paths.read_toml(run.iter(1).rl_toml), toml_paths.read_toml(run.arm("iter_1_seed1").rl_toml)
     best["orchestrator"]["seed"] = 2
     assert replicate == best
-    run_c, run_c1 = prime_rl.read_toml(run.control("run_c").rl_toml), prime_rl.read_toml(run.control("run_c", 1).rl_toml)
+    run_c, run_c1 = toml_paths.read_toml(run.control("run_c").rl_toml), toml_paths.read_toml(run.control("run_c", 1).rl_toml)
     assert run_c1["orchestrator"].pop("seed") == 3 and run_c["orchestrator"].pop("seed") == 1
     run_c["wandb"] = run_c1["wandb"] = None
     assert run_c == run_c1
@@ -197,14 +198,14 @@ def test_run_a_is_an_independent_replicate_of_the_best_iteration(run: RunDir, mo
         return [r.seed for r in seed_members(run.read_metrics(), arm)]
 
     def toml_seed(key: str) -> int:
-        return prime_rl.read_toml(run.arm(key).rl_toml)["orchestrator"]["seed"]
+        return toml_paths.read_toml(run.arm(key).rl_toml)["orchestrator"]["seed"]
 
     assert compare(run, quiet=True, seeds=1)["errors"] == {}
     assert seeds_of("iter_1") == [0] and seeds_of("run_a") == seeds_of("run_c") == seeds_of("run_b") == [1]
     assert toml_seed("iter_1") == 0 and toml_seed("run_a") == toml_seed("run_c") == 1
     # Same knobs and checkpoint: Run A's training differs from iter_1's by its seed (and its package's name;
     # it is evaluated on the full eval split).
-    iter_1, run_a = prime_rl.read_toml(run.iter(1).rl_toml), prime_rl.read_toml(run.control("run_a").rl_toml)
+    iter_1, run_a = toml_paths.read_toml(run.iter(1).rl_toml), toml_paths.read_toml(run.control("run_a").rl_toml)
     for config in (iter_1, run_a):
         config["orchestrator"].pop("seed"), config["orchestrator"]["train"].pop("env"), config["orchestrator"].pop("eval")
         config.pop("wandb", None)
@@ -320,7 +321,7 @@ def test_runs_a_and_c_replay_the_best_iterations_overrides(run: RunDir) -> None:
     assert iterate(run, quiet=True).kind == "ended"
     result = compare(run, quiet=True)
     assert result["errors"] == {}
-    lr = {arm: prime_rl.get_path(prime_rl.read_toml(run.arm(arm).rl_toml), "trainer.optim.lr")
+    lr = {arm: toml_paths.get_path(toml_paths.read_toml(run.arm(arm).rl_toml), "trainer.optim.lr")
           for arm in ("iter_1", "run_a", "run_c")}
     assert lr == {"iter_1": 7e-06, "run_a": 7e-06, "run_c": 7e-06}
 

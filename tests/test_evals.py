@@ -10,7 +10,7 @@ import pytest
 
 from selfimprove.errors import EvalAggregationError
 from selfimprove.models import HubEnv, Metrics, RewardFunc
-from selfimprove.rundir import ArmDir, RunDir, write_model
+from selfimprove.rundir import MAIN_LAYOUT, ArmDir, RunDir, write_model
 from selfimprove.stats import wilson_interval
 from selfimprove.phases.evals import aggregate_eval, summarize, train_reward_mean, train_trajectory
 
@@ -207,7 +207,7 @@ def fake_episode(ex: int, reward: float, kind: str = "eval", step: int = 4) -> d
 def test_v1_episode_rows_are_aggregated_sealed(rd: RunDir) -> None:
     """A v1 arm's eval/all/traces.jsonl of Episode records: ids from task.data.idx, reward from the trace's
     rewards, is_correct from its metrics; the summary holds none of the rows' text."""
-    arm = ArmDir(rd.root, "iter_0", "v1")
+    arm = ArmDir(rd.root, "iter_0", MAIN_LAYOUT)
     path = write_lines(arm.eval_file(4), [fake_episode(i, 1.0 if i < 3 else 0.0) for i in range(10)],
                        tail=json.dumps(fake_episode(10, 1.0))[:40])
     assert SECRET in path.read_text()
@@ -220,7 +220,7 @@ def test_v1_train_rows_feed_the_reward_mean_and_the_teachers_failures(rd: RunDir
     """Train Episode records give the same train-reward mean and failures.jsonl fields as seed records."""
     from selfimprove.phases.analyze import analyze_failures
 
-    arm = ArmDir(rd.root, "iter_0", "v1")
+    arm = ArmDir(rd.root, "iter_0", MAIN_LAYOUT)
     write_lines(arm.train_file(1), [fake_episode(i, float(i % 2), "train", 1) for i in range(4)])
     assert train_reward_mean(arm, 1) == (0.5, [1])
     analyze_failures(arm, tmp_path, prev_eval_acc=0.3, prev_final_step=1)
@@ -261,7 +261,7 @@ def test_v1_learning_signal_groups_episodes_by_their_group(rd: RunDir) -> None:
     """The baseline's signal check reads v1 train Episode records, grouped by the episode's group id."""
     from selfimprove.phases.signal import learning_signal
 
-    arm = ArmDir(rd.root, "iter_0", "v1")
+    arm = ArmDir(rd.root, "iter_0", MAIN_LAYOUT)
     # two prompts x 2 rollouts: prompt 0 disagrees (1.0, 0.0), prompt 1 does not (0.0, 0.0)
     write_lines(arm.train_file(1), [fake_episode(ex, r, "train", 1) for ex, r in ((0, 1.0), (0, 0.0), (1, 0.0), (1, 0.0))])
     write_lines(arm.eval_file(0), [fake_episode(i, float(i % 2), "eval", 0) for i in range(4)])

@@ -20,7 +20,7 @@ from selfimprove.phases import iteration_steps
 from selfimprove.phases.iterate import current_iteration, iterate, start_phase3_clock
 from selfimprove.phases.status import run_status
 from selfimprove.rundir import RunDir, atomic_write_json
-from selfimprove.stack import prime_rl
+from selfimprove.stack import toml_paths
 from selfimprove.stack.env_package import file_sha256, installed_provenance
 from selfimprove.ui import budget_line
 
@@ -360,7 +360,7 @@ def test_a_rerun_after_b_packaged_trains_on_a_rows(run: RunDir, baseline_run: Pa
 
 
 def _eval_examples(toml) -> int:
-    return sum(int(e["num_examples"]) for e in prime_rl.get_path(prime_rl.read_toml(toml), "orchestrator.eval.env"))
+    return sum(int(e["num_examples"]) for e in toml_paths.get_path(toml_paths.read_toml(toml), "orchestrator.eval.env"))
 
 
 def test_iter_n_caps_eval_examples_by_the_eval_split_like_iter0(run: RunDir) -> None:

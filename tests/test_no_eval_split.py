@@ -24,7 +24,7 @@ from selfimprove.phases.analyze import arm_weakness
 from selfimprove.phases.evals import NO_EVAL_SPLIT
 from selfimprove.phases.iterate import iterate
 from selfimprove.rundir import RunDir
-from selfimprove.stack import prime_rl
+from selfimprove.stack import toml_paths
 from selfimprove.stack import verifiers_classic as vc
 from selfimprove.stack.env_package import cleanup_stale, site_packages
 
@@ -91,7 +91,7 @@ def test_baseline_holds_the_evaluated_rows_out_of_training(env_on_path, fake_eng
         assert record["in_sample"] is False and record["train_rows_left"] == 25
         said = [ln for ln in res.output.splitlines() if "held out of training" in ln]
         assert len(said) == 1 and package in said[0], res.output
-        overlay = prime_rl.read_toml(run_dir / "iter_0" / "eval_overlay.toml")
+        overlay = toml_paths.read_toml(run_dir / "iter_0" / "eval_overlay.toml")
         assert [e["id"] for e in overlay["orchestrator"]["train"]["env"]] == [package]
         assert [e["id"] for e in overlay["orchestrator"]["eval"]["env"]] == [ENV_ID]
         assert holdout.held_out_train_envs(rd, [{"id": ENV_ID, "ratio": 0.5}, {"id": "other"}]) == [
@@ -125,7 +125,7 @@ def test_in_sample_when_no_row_is_left_to_train_on(env_on_path, fake_engine, new
     assert len(said) == 1 and "lower --eval-examples" in said[0], res.output
     record = json.loads((run_dir / "iter_0" / "heldout.json").read_text())
     assert record["in_sample"] is True and "package" not in record
-    overlay = prime_rl.read_toml(run_dir / "iter_0" / "eval_overlay.toml")
+    overlay = toml_paths.read_toml(run_dir / "iter_0" / "eval_overlay.toml")
     assert "train" not in overlay["orchestrator"]  # the canonical config's real env trains, as said
     assert "in-sample" in RunDir(run_dir).read_scratchpad()
 

@@ -27,8 +27,9 @@ from selfimprove.phases.introspect import evaluated_rows_note
 from selfimprove.phases.iteration_steps import eval_index
 from selfimprove.phases.signal import NO_SIGNAL_VERDICT, learning_signal
 from selfimprove.rundir import RunDir
-from selfimprove.stack import prime_rl
+from selfimprove.stack import toml_paths
 from selfimprove.stack import verifiers_classic as vc
+from selfimprove.stack.dialects import SEED
 from selfimprove.student_limits import check_env_text, check_token_budget, model_context
 
 from loop_helpers import FAKE
@@ -146,16 +147,16 @@ def test_generated_canonical_config_is_capped_by_the_students_context():
     """canonical_from_hub_env: the built-in student's 256 positions cap seq_len and the completion budget."""
     context, source = model_context("selfimprove/tiny-arith")
     assert context == 256 and source.endswith("max_position_embeddings")
-    small = prime_rl.canonical_from_hub_env("x", {}, "selfimprove/tiny-arith", context=context)
+    small = SEED.canonical_from_hub_env("x", {}, "selfimprove/tiny-arith", context=context)
     assert small["seq_len"] == 256
     assert small["orchestrator"]["train"]["sampling"]["max_completion_tokens"] == 128
-    big = prime_rl.canonical_from_hub_env("x", {}, "Qwen/Qwen3-0.6B", context=model_context("Qwen/Qwen3-0.6B")[0])
+    big = SEED.canonical_from_hub_env("x", {}, "Qwen/Qwen3-0.6B", context=model_context("Qwen/Qwen3-0.6B")[0])
     assert big["seq_len"] == 2048  # a hub model not on disk: context unknown, the seed's values stay
 
 
 def test_over_long_canonical_config_fails_baseline_in_one_line_naming_the_key(new_run, cli, tmp_path):
     """A canonical config asking 2048 positions of a 256-position student: exit 1, one line, nothing launched."""
-    canonical = prime_rl.read_toml(REPO / "configs/selfimprove-arith/rl.toml")
+    canonical = toml_paths.read_toml(REPO / "configs/selfimprove-arith/rl.toml")
     canonical["seq_len"] = 2048
     path = tmp_path / "rl.toml"
     path.write_text(tomli_w.dumps(canonical))

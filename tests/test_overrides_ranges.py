@@ -11,7 +11,8 @@ import pytest
 from selfimprove.errors import GateFailed, TeacherActionNeeded
 from selfimprove.phases.overrides import read_overrides
 from selfimprove.rundir import RunDir
-from selfimprove.stack import prime_rl
+from selfimprove.stack import toml_paths
+from selfimprove.stack.dialects import SEED
 
 from loop_helpers import write_teacher_files
 
@@ -42,7 +43,7 @@ def test_a_bad_value_is_refused_naming_file_key_and_range(tmp_path: Path, body: 
     f = tmp_path / "overrides.toml"
     f.write_text(body)
     with pytest.raises(GateFailed) as e:
-        read_overrides(f, prime_rl, model=TINY, canonical=CANONICAL)
+        read_overrides(f, SEED, model=TINY, canonical=CANONICAL)
     msg = str(e.value)
     assert str(f) in msg and key in msg and allowed in msg and "\n" not in msg, msg
     assert GateFailed.exit_code == 4
@@ -52,12 +53,12 @@ def test_good_values_pass_unchanged(tmp_path: Path) -> None:
     f = tmp_path / "overrides.toml"
     f.write_text("seq_len = 200\n[trainer.optim]\nlr = 1\n[orchestrator.train.sampling]\ntemperature = 0.7\n"
                  "max_completion_tokens = 100\n")
-    assert read_overrides(f, prime_rl, model=TINY, canonical=CANONICAL) == {
+    assert read_overrides(f, SEED, model=TINY, canonical=CANONICAL) == {
         "seq_len": 200, "trainer": {"optim": {"lr": 1}},
         "orchestrator": {"train": {"sampling": {"temperature": 0.7, "max_completion_tokens": 100}}}}
     # a hub model that is not on disk: its context is unknown, only the static range applies
     f.write_text("seq_len = 32768\n")
-    assert read_overrides(f, prime_rl, model="Qwen/Qwen3-0.6B", canonical={}) == {"seq_len": 32768}
+    assert read_overrides(f, SEED, model="Qwen/Qwen3-0.6B", canonical={}) == {"seq_len": 32768}
 
 
 def test_syntax_error_and_pinned_key_are_gate_failures(tmp_path: Path) -> None:
@@ -96,4 +97,4 @@ def test_a_canonical_configs_knobs_get_the_same_ranges(cli, runs_dir: Path, tmp_
     assert list(runs_dir.iterdir()) == []
     with pytest.raises(ConfigError, match=r"canonical config .*rl.toml: seq_len = -1 is refused"):
         check_canonical_knobs({"seq_len": -1}, f"canonical config {bad}")
-    check_canonical_knobs(prime_rl.read_toml(Path(__file__).parents[1] / "configs/selfimprove-arith/rl.toml"), "shipped")
+    check_canonical_knobs(toml_paths.read_toml(Path(__file__).parents[1] / "configs/selfimprove-arith/rl.toml"), "shipped")

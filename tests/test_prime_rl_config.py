@@ -14,7 +14,8 @@ import pytest
 import tomli_w
 
 from selfimprove.errors import ConfigError
-from selfimprove.stack import prime_rl as prl
+from selfimprove.stack import prime_rl_keys, toml_paths
+from selfimprove.stack.dialects import SEED
 
 HUB = "primeintellect/gsm8k"
 TINY = "selfimprove/tiny-arith"  # not in prime-rl's renderer map
@@ -47,9 +48,9 @@ def write(path: Path, cfg: dict) -> Path:
 
 
 def assert_in_key_set(cfg: dict) -> None:
-    assert prl.unknown_keys(cfg) == []
-    assert prl.type_errors(cfg) == []
-    prl.validate_config(cfg)
+    assert prime_rl_keys.unknown_keys(cfg) == []
+    assert prime_rl_keys.type_errors(cfg) == []
+    SEED.validate_config(cfg)
 
 
 def resume_kwargs(**over):
@@ -64,8 +65,8 @@ def resume_kwargs(**over):
 
 def test_key_tree_has_provenance_header():
     """The key set names the prime-rl commit, the class and the method it was derived with."""
-    tree = prl.load_key_tree()
-    assert tree["dialect"] == prl.SEED_DIALECT == "prime-rl@09e297743"
+    tree = prime_rl_keys.load_key_tree()
+    assert tree["dialect"] == SEED.DIALECT == "prime-rl@09e297743"
     src = tree["derived_from"]
     assert src["commit"].startswith("09e297743") and len(src["commit"]) == 40
     assert "RLConfig" in src["root_class"] and "prime-rl-configs" in src["package"]
@@ -92,14 +93,14 @@ def test_key_tree_has_provenance_header():
 ])
 def test_loop_keys_are_in_the_key_set(path, kind):
     """Every key the loop writes is in the key set derived from prime-rl's source, with its type."""
-    assert prl.leaf_type(path) == kind
+    assert prime_rl_keys.leaf_type(path) == kind
 
 
 def test_keys_that_do_not_exist_in_the_seed_dialect():
     """Later-dialect names and invented keys are not accepted."""
     for path in ("ckpt.keep", "resume.step", "orchestrator.group_size", "orchestrator.train.source",
                  "monitors.wandb", "orchestrator.wandb.shared"):
-        assert prl.leaf_type(path) is None, path
+        assert prime_rl_keys.leaf_type(path) is None, path
 
 
 def test_key_tree_loads_through_importlib_resources():
@@ -107,7 +108,7 @@ def test_key_tree_loads_through_importlib_resources():
     from importlib import resources
 
     assert resources.files("selfimprove.stack").joinpath("prime_rl_seed_keys.json").is_file()
-    assert prl.load_key_tree() is prl.load_key_tree()
+    assert prime_rl_keys.load_key_tree() is prime_rl_keys.load_key_tree()
 
 
 # ---------------------------------------------------------------- unknown keys, types, GPU-only
@@ -120,7 +121,7 @@ def test_unknown_keys_descend_into_tables_and_array_entries():
     cfg["orchestrator"]["train"]["env"].append({"id": "x", "weight": 2})
     cfg["bogus"] = {"a": 1}
     cfg["orchestrator"]["train"]["env"][0]["args"]["anything"] = {"goes": 1}  # env args are free-form
-    assert prl.unknown_keys(cfg) == ["bogus", "orchestrator.foo", "orchestrator.train.env[1].weight"]
+    assert prime_rl_keys.unknown_keys(cfg) == ["bogus", "orchestrator.foo", "orchestrator.train.env[1].weight"]
 
 
 def test_aliases_prime_rl_accepts_are_known():
@@ -128,20 +129,20 @@ def test_aliases_prime_rl_accepts_are_known():
     cfg = {"trainer": {}, "orchestrator": {"env": [{"id": "x"}], "model": {"name": QWEN},
                                            "train": {"sampling": {"max_tokens": 10}},
                                            "eval": {"skip_eval_on_restart": True}}}
-    assert prl.unknown_keys(cfg) == []
+    assert prime_rl_keys.unknown_keys(cfg) == []
 
 
 def test_alias_spellings_are_normalised_and_both_refused():
     """Old spellings move to prime-rl's names (also inside [[...env]] blocks); both in one table is refused."""
     cfg = {"trainer": {}, "orchestrator": {"env": [{"id": "x", "sampling": {"max_tokens": 7}}],
                                            "eval": {"sampling": {"max_tokens": 9}, "skip_eval_on_restart": True}}}
-    out, notes = prl.normalise_aliases(cfg)
+    out, notes = SEED.normalise_aliases(cfg)
     assert out["orchestrator"] == {"train": {"env": [{"id": "x", "sampling": {"max_completion_tokens": 7}}]},
                                    "eval": {"sampling": {"max_completion_tokens": 9}, "skip_eval_on_resume": True}}
     assert "orchestrator.eval.sampling.max_tokens -> orchestrator.eval.sampling.max_completion_tokens" in notes
     assert cfg["orchestrator"]["eval"]["sampling"] == {"max_tokens": 9}  # input untouched
-    both = prl.deep_merge(cfg, {"orchestrator": {"eval": {"sampling": {"max_completion_tokens": 2048}}}})
-    for call in (prl.normalise_aliases, prl.validate_config):
+    both = toml_paths.deep_merge(cfg, {"orchestrator": {"eval": {"sampling": {"max_completion_tokens": 2048}}}})
+    for call in (SEED.normalise_aliases, SEED.validate_config):
         with pytest.raises(ConfigError, match=r"orchestrator\.eval\.sampling\.max_tokens and orchestrator\.eval\.sampling\.max_completion_tokens"):
             call(both)
 
@@ -150,7 +151,7 @@ def test_type_errors_name_key_and_types():
     """Clear mismatches are reported; lax-mode coercions prime-rl accepts are not."""
     cfg = {"max_steps": "abc", "seq_len": "2048", "model": {"name": 5}, "trainer": {"optim": {"lr": 1}},
            "wandb": {"offline": True, "tags": "x"}, "orchestrator": {"batch_size": True, "train": {"env": {"id": "x"}}}}
-    assert sorted(prl.type_errors(cfg)) == sorted([
+    assert sorted(prime_rl_keys.type_errors(cfg)) == sorted([
         "max_steps: expected int, got str",
         "model.name: expected str, got int",
         "wandb.tags: expected list, got str",
@@ -162,8 +163,8 @@ def test_type_errors_name_key_and_types():
 def test_gpu_only_keys_lists_present_gpu_sections():
     """Sections only a GPU run uses are listed so the CPU engine can say it ignores them."""
     cfg = {"inference": {}, "trainer": {"model": {"compile": {}}}, "orchestrator": {}, "deployment": {"num_train_gpus": 2}}
-    assert prl.gpu_only_keys(cfg) == ["deployment", "inference", "trainer.model.compile"]
-    assert prl.gpu_only_keys({"trainer": {}, "orchestrator": {}}) == []
+    assert prime_rl_keys.gpu_only_keys(cfg) == ["deployment", "inference", "trainer.model.compile"]
+    assert prime_rl_keys.gpu_only_keys({"trainer": {}, "orchestrator": {}}) == []
 
 
 # ---------------------------------------------------------------- merge and CLI
@@ -174,13 +175,13 @@ def test_deep_merge_merges_tables_and_replaces_lists():
     base = {"a": {"x": 1, "y": [1, 2]}, "l": [{"id": "real"}], "s": 1}
     over = {"a": {"y": [3]}, "l": [{"id": "gen"}], "s": {"t": 2}}
     before = copy.deepcopy((base, over))
-    assert prl.deep_merge(base, over) == {"a": {"x": 1, "y": [3]}, "l": [{"id": "gen"}], "s": {"t": 2}}
+    assert toml_paths.deep_merge(base, over) == {"a": {"x": 1, "y": [3]}, "l": [{"id": "gen"}], "s": {"t": 2}}
     assert (base, over) == before
 
 
 def test_parse_cli_overrides_the_seed_example():
     """Kebab-case flags become snake_case paths; values are typed; bare and --no- flags are booleans."""
-    got = prl.parse_cli_overrides(["--model.name", "X", "--max-steps", "100", "--orchestrator.batch-size", "512",
+    got = prime_rl_keys.parse_cli_overrides(["--model.name", "X", "--max-steps", "100", "--orchestrator.batch-size", "512",
                                    "--wandb.offline", "--no-ckpt.x"])
     assert got == {"model": {"name": "X"}, "max_steps": 100, "orchestrator": {"batch_size": 512},
                    "wandb": {"offline": True}, "ckpt": {"x": False}}
@@ -188,7 +189,7 @@ def test_parse_cli_overrides_the_seed_example():
 
 def test_parse_cli_overrides_toml_literals():
     """Numbers, booleans, arrays and inline tables parse as TOML; JSON objects work; other text stays a string."""
-    got = prl.parse_cli_overrides([
+    got = prime_rl_keys.parse_cli_overrides([
         "--trainer.optim.lr", "1e-5", "--ckpt.resume-step", "-1", "--wandb.tags", '["a", "b"]',
         "--orchestrator.train.sampling.extra-body", "{ top_k = 5 }", "--orchestrator.eval.sampling.extra-body",
         '{"min_p": 0.1}', "--clean-output-dir=true", "--wandb.shared", "false", "--output-dir", "runs/x",
@@ -203,17 +204,17 @@ def test_parse_cli_overrides_toml_literals():
 
 def test_parse_cli_overrides_tables_and_errors():
     """A bare table flag enables it, --no-<table> disables it; a valueless int flag or a stray token is an error."""
-    assert prl.parse_cli_overrides(["--wandb", "--no-ckpt"]) == {"wandb": {}, "ckpt": "None"}
+    assert prime_rl_keys.parse_cli_overrides(["--wandb", "--no-ckpt"]) == {"wandb": {}, "ckpt": "None"}
     with pytest.raises(ConfigError, match="--max-steps requires a value"):
-        prl.parse_cli_overrides(["--max-steps"])
+        prime_rl_keys.parse_cli_overrides(["--max-steps"])
     with pytest.raises(ConfigError, match="unrecognized argument 'oops'"):
-        prl.parse_cli_overrides(["oops"])
+        prime_rl_keys.parse_cli_overrides(["oops"])
 
 
 def test_rl_command_args_seed_form():
     """The iter_0 launch line matches the seed's, flag for flag."""
-    ov = prl.baseline_overrides(model=QWEN, max_steps=100, batch_size=512, rollouts_per_example=16)
-    assert prl.rl_command_args([Path("c/rl.toml"), Path("r/iter_0/eval_overlay.toml")], ov, Path("r/iter_0/prime_out")) == [
+    ov = SEED.baseline_overrides(model=QWEN, max_steps=100, batch_size=512, rollouts_per_example=16)
+    assert SEED.rl_command_args([Path("c/rl.toml"), Path("r/iter_0/eval_overlay.toml")], ov, Path("r/iter_0/prime_out")) == [
         "@", "c/rl.toml", "@", "r/iter_0/eval_overlay.toml", "--model.name", QWEN, "--max-steps", "100",
         "--orchestrator.batch-size", "512", "--orchestrator.rollouts-per-example", "16", "--output-dir", "r/iter_0/prime_out",
     ]
@@ -224,17 +225,17 @@ def test_rl_command_args_round_trips_through_the_parser():
     ov = {"model": {"name": TINY}, "max_steps": 150, "orchestrator": {"batch_size": 64, "renderer": {"name": "default"},
           "train": {"sampling": {"temperature": 0.7, "extra_body": {"top_k": -1}}}},
           "wandb": {"offline": True, "shared": False, "tags": ["a", "b c"]}, "trainer": {"optim": {"lr": 3e-06}}, "inference": {}}
-    argv = prl.rl_command_args([], ov, Path("/tmp/out"))
+    argv = SEED.rl_command_args([], ov, Path("/tmp/out"))
     assert "--no-wandb.shared" in argv and "--inference" in argv
-    assert prl.parse_cli_overrides(argv) == {**ov, "output_dir": "/tmp/out"}
+    assert prime_rl_keys.parse_cli_overrides(argv) == {**ov, "output_dir": "/tmp/out"}
 
 
 def test_rl_command_args_refuses_what_the_cli_cannot_carry():
     """Arrays of tables belong in a TOML file; output_dir is its own argument."""
     with pytest.raises(ConfigError, match="array of tables"):
-        prl.rl_command_args([], {"orchestrator": {"train": {"env": [{"id": "x"}]}}}, Path("o"))
+        SEED.rl_command_args([], {"orchestrator": {"train": {"env": [{"id": "x"}]}}}, Path("o"))
     with pytest.raises(ConfigError, match="--output-dir"):
-        prl.rl_command_args([], {"output_dir": "x"}, Path("o"))
+        SEED.rl_command_args([], {"output_dir": "x"}, Path("o"))
 
 
 # ---------------------------------------------------------------- parse_rl_argv
@@ -243,9 +244,9 @@ def test_rl_command_args_refuses_what_the_cli_cannot_carry():
 def test_parse_rl_argv_merges_files_then_cli(tmp_path):
     """Files merge left to right (lists replaced), then CLI overrides and --output-dir win."""
     a = write(tmp_path / "a.toml", CANONICAL)
-    overlay = prl.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={}, num_examples=200)
+    overlay = SEED.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={}, num_examples=200)
     b = write(tmp_path / "b.toml", overlay)
-    cfg, files = prl.parse_rl_argv(["@", str(a), "@", str(b), "--model.name", "Qwen/Qwen3-1.7B", "--max-steps", "50",
+    cfg, files = SEED.parse_rl_argv(["@", str(a), "@", str(b), "--model.name", "Qwen/Qwen3-1.7B", "--max-steps", "50",
                                     "--output-dir", str(tmp_path / "out")])
     assert files == [a, b]
     assert cfg["max_steps"] == 50 and cfg["model"]["name"] == "Qwen/Qwen3-1.7B" and cfg["output_dir"] == str(tmp_path / "out")
@@ -258,38 +259,38 @@ def test_parse_rl_argv_nested_file(tmp_path):
     """`--trainer @ t.toml` nests a file under a key, as prime-rl does."""
     base = write(tmp_path / "base.toml", {"orchestrator": {}, "trainer": {}})
     t = write(tmp_path / "t.toml", {"optim": {"lr": 1e-6}})
-    cfg, files = prl.parse_rl_argv(["@", str(base), "--trainer", "@", str(t)])
+    cfg, files = SEED.parse_rl_argv(["@", str(base), "--trainer", "@", str(t)])
     assert cfg["trainer"] == {"optim": {"lr": 1e-6}} and files == [base, t]
 
 
 def test_parse_rl_argv_missing_file(tmp_path):
     with pytest.raises(ConfigError, match=r"config file not found: .*nope\.toml"):
-        prl.parse_rl_argv(["@", str(tmp_path / "nope.toml")])
+        SEED.parse_rl_argv(["@", str(tmp_path / "nope.toml")])
 
 
 def test_parse_rl_argv_at_without_path():
     with pytest.raises(ConfigError, match="@ must be followed by a config file path"):
-        prl.parse_rl_argv(["@"])
+        SEED.parse_rl_argv(["@"])
 
 
 def test_toml_syntax_error_names_file_and_line(tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("max_steps = 10\n[orchestrator]\nbatch_size = = 3\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"invalid TOML in .*bad\.toml at line 3"):
-        prl.parse_rl_argv(["@", str(bad)])
+        SEED.parse_rl_argv(["@", str(bad)])
 
 
 def test_unknown_key_error_wording(tmp_path):
     cfg = copy.deepcopy(CANONICAL)
     cfg["orchestrator"]["foo"] = 1
     with pytest.raises(ConfigError) as e:
-        prl.parse_rl_argv(["@", str(write(tmp_path / "c.toml", cfg))])
+        SEED.parse_rl_argv(["@", str(write(tmp_path / "c.toml", cfg))])
     assert str(e.value) == "Config file error: unknown key 'orchestrator.foo' (extra inputs are not permitted)"
 
 
 def test_unknown_cli_key_is_refused(tmp_path):
     with pytest.raises(ConfigError, match="unknown key 'orchestrator.batchsize'"):
-        prl.parse_rl_argv(["@", str(write(tmp_path / "c.toml", CANONICAL)), "--orchestrator.batchsize", "4"])
+        SEED.parse_rl_argv(["@", str(write(tmp_path / "c.toml", CANONICAL)), "--orchestrator.batchsize", "4"])
 
 
 @pytest.mark.parametrize("section", ["trainer", "orchestrator"])
@@ -297,7 +298,7 @@ def test_missing_required_section(tmp_path, section):
     cfg = copy.deepcopy(CANONICAL)
     del cfg[section]
     with pytest.raises(ConfigError, match=rf"missing \[{section}\] section"):
-        prl.parse_rl_argv(["@", str(write(tmp_path / "c.toml", cfg))])
+        SEED.parse_rl_argv(["@", str(write(tmp_path / "c.toml", cfg))])
 
 
 def test_shared_key_at_top_level_and_in_section(tmp_path):
@@ -306,12 +307,12 @@ def test_shared_key_at_top_level_and_in_section(tmp_path):
     del cfg["max_steps"]
     cfg["trainer"]["max_steps"] = 100
     with pytest.raises(ConfigError, match="'max_steps' is set at top level and as 'trainer.max_steps'"):
-        prl.parse_rl_argv(["@", str(write(tmp_path / "c.toml", cfg)), "--max-steps", "100"])
+        SEED.parse_rl_argv(["@", str(write(tmp_path / "c.toml", cfg)), "--max-steps", "100"])
 
 
 def test_batch_size_not_divisible(tmp_path):
     with pytest.raises(ConfigError, match="batch_size = 500 is not divisible by orchestrator.rollouts_per_example = 16"):
-        prl.parse_rl_argv(["@", str(write(tmp_path / "c.toml", CANONICAL)), "--orchestrator.batch-size", "500"])
+        SEED.parse_rl_argv(["@", str(write(tmp_path / "c.toml", CANONICAL)), "--orchestrator.batch-size", "500"])
 
 
 # ---------------------------------------------------------------- validate_config rules
@@ -334,31 +335,31 @@ def test_batch_size_not_divisible(tmp_path):
 def test_validate_config_rules(mutate, message):
     """Each prime-rl rule (and the seed's resume_step < max_steps) is a one-line ConfigError naming the key."""
     cfg = copy.deepcopy(CANONICAL)
-    prl.validate_config(cfg)
+    SEED.validate_config(cfg)
     mutate(cfg)
     with pytest.raises(ConfigError, match=message) as e:
-        prl.validate_config(cfg)
+        SEED.validate_config(cfg)
     assert "\n" not in str(e.value)
 
 
 def test_validate_config_partial_checks_keys_only():
     """An overlay is validated for keys and types only."""
-    overlay = prl.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={}, num_examples=200)
-    prl.validate_config(overlay, partial=True)
+    overlay = SEED.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={}, num_examples=200)
+    SEED.validate_config(overlay, partial=True)
     with pytest.raises(ConfigError, match="missing"):
-        prl.validate_config(overlay)
+        SEED.validate_config(overlay)
     with pytest.raises(ConfigError, match="unknown key 'ckpt.keep'"):
-        prl.validate_config({"ckpt": {"keep": 3}}, partial=True)
+        SEED.validate_config({"ckpt": {"keep": 3}}, partial=True)
 
 
 # ---------------------------------------------------------------- TOML IO
 
 
 def test_write_toml_round_trips_and_is_atomic(tmp_path):
-    cfg = prl.resume_config(**resume_kwargs())
+    cfg = SEED.resume_config(**resume_kwargs())
     path = tmp_path / "iter_1" / "rl.toml"
-    prl.write_toml(path, cfg)
-    assert prl.read_toml(path) == cfg
+    SEED.write_toml(path, cfg)
+    assert toml_paths.read_toml(path) == cfg
     assert [p.name for p in path.parent.iterdir()] == ["rl.toml"]  # no temp file left
     assert path.read_text().startswith("# Written by selfimprove")
 
@@ -367,18 +368,18 @@ def test_write_toml_refuses_invalid_config(tmp_path):
     bad = copy.deepcopy(CANONICAL)
     bad["orchestrator"]["foo"] = 1
     with pytest.raises(ConfigError, match="orchestrator.foo"):
-        prl.write_toml(tmp_path / "rl.toml", bad)
+        SEED.write_toml(tmp_path / "rl.toml", bad)
     assert not (tmp_path / "rl.toml").exists()
     with pytest.raises(ConfigError, match="None"):
-        prl.write_toml(tmp_path / "rl.toml", {**CANONICAL, "seq_len": None})
+        SEED.write_toml(tmp_path / "rl.toml", {**CANONICAL, "seq_len": None})
 
 
 def test_written_config_reads_back_through_the_rl_argv(tmp_path):
     """write_toml + rl_command_args + parse_rl_argv reproduce the config (+ output_dir)."""
-    cfg = prl.resume_config(**resume_kwargs(wandb={"project": "p", "name": "iter_1"}))
+    cfg = SEED.resume_config(**resume_kwargs(wandb={"project": "p", "name": "iter_1"}))
     path = tmp_path / "rl.toml"
-    prl.write_toml(path, cfg)
-    merged, files = prl.parse_rl_argv(prl.rl_command_args([path], {}, tmp_path / "out"))
+    SEED.write_toml(path, cfg)
+    merged, files = SEED.parse_rl_argv(SEED.rl_command_args([path], {}, tmp_path / "out"))
     assert files == [path] and merged == {**cfg, "output_dir": str(tmp_path / "out")}
 
 
@@ -388,7 +389,7 @@ def test_written_config_reads_back_through_the_rl_argv(tmp_path):
 def test_eval_overlay_is_the_seeds():
     """The seed's eval (interval = max_steps, one hub eval env with 1 rollout each); checkpoints every
     fifth of the steps, the latest kept, so a crashed iter_0 can --resume (issue 13 over the seed's one)."""
-    ov = prl.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={"split": "test"}, num_examples=200)
+    ov = SEED.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={"split": "test"}, num_examples=200)
     assert ov == {"ckpt": {"interval": 20, "keep_last": 1}, "orchestrator": {"eval": {
         "interval": 100, "sampling": {"max_completion_tokens": 2048},
         "env": [{"id": HUB, "args": {"split": "test"}, "num_examples": 200, "rollouts_per_example": 1}]}}}
@@ -397,12 +398,12 @@ def test_eval_overlay_is_the_seeds():
 @pytest.mark.parametrize("model", [QWEN, TINY])
 def test_iter0_configs_pass_the_key_set(model, tmp_path):
     """canonical (file or hub-derived) + eval overlay + baseline CLI overrides is a valid seed-dialect config."""
-    overlay = prl.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={}, num_examples=200)
-    prl.write_toml(tmp_path / "eval_overlay.toml", overlay, partial=True)
-    for canonical in (CANONICAL, prl.canonical_from_hub_env(HUB, {"num_train_examples": 1000}, model)):
-        cli = prl.baseline_overrides(model=model, max_steps=100, batch_size=512, rollouts_per_example=16, canonical=canonical)
+    overlay = SEED.eval_overlay(max_steps=100, eval_env_id=HUB, eval_env_args={}, num_examples=200)
+    SEED.write_toml(tmp_path / "eval_overlay.toml", overlay, partial=True)
+    for canonical in (CANONICAL, SEED.canonical_from_hub_env(HUB, {"num_train_examples": 1000}, model)):
+        cli = SEED.baseline_overrides(model=model, max_steps=100, batch_size=512, rollouts_per_example=16, canonical=canonical)
         canon_path = write(tmp_path / "rl.toml", canonical)
-        cfg, _ = prl.parse_rl_argv(prl.rl_command_args([canon_path, tmp_path / "eval_overlay.toml"], cli, tmp_path / "out"))
+        cfg, _ = SEED.parse_rl_argv(SEED.rl_command_args([canon_path, tmp_path / "eval_overlay.toml"], cli, tmp_path / "out"))
         assert_in_key_set(cfg)
         assert cfg["model"]["name"] == model and cfg["ckpt"] == {"interval": 20, "keep_last": 1}
         # only a canonical that leaves the renderer on 'auto' needs the CLI fix for the tiny model
@@ -411,16 +412,16 @@ def test_iter0_configs_pass_the_key_set(model, tmp_path):
 
 def test_canonical_from_hub_env():
     """The hub env is the one train env, with its args verbatim; a tiny CPU student gets renderer 'default'."""
-    c = prl.canonical_from_hub_env(HUB, {"num_train_examples": 1000}, TINY)
+    c = SEED.canonical_from_hub_env(HUB, {"num_train_examples": 1000}, TINY)
     assert c["orchestrator"]["train"]["env"] == [{"id": HUB, "args": {"num_train_examples": 1000}}]
     assert c["orchestrator"]["renderer"] == {"name": "default"} and c["model"] == {"name": TINY}
     assert "trainer" in c and "inference" in c
-    assert "renderer" not in prl.canonical_from_hub_env(HUB, {}, QWEN)["orchestrator"]
-    assert "args" not in prl.canonical_from_hub_env(HUB, {}, QWEN)["orchestrator"]["train"]["env"][0]
+    assert "renderer" not in SEED.canonical_from_hub_env(HUB, {}, QWEN)["orchestrator"]
+    assert "args" not in SEED.canonical_from_hub_env(HUB, {}, QWEN)["orchestrator"]["train"]["env"][0]
 
 
 def test_resume_config_matches_the_seed_template():
-    cfg = prl.resume_config(**resume_kwargs(wandb={"project": "synthetic-self-improve-rl-gsm8k", "name": "iter_1"}))
+    cfg = SEED.resume_config(**resume_kwargs(wandb={"project": "synthetic-self-improve-rl-gsm8k", "name": "iter_1"}))
     assert_in_key_set(cfg)
     assert cfg["max_steps"] == 200 and cfg["seq_len"] == 2048
     assert cfg["ckpt"] == {"interval": 100, "resume_step": 100}
@@ -439,15 +440,15 @@ def test_resume_config_matches_the_seed_template():
 def test_resume_config_refusals(bad):
     """Zero new steps (resume_step == max_steps), a non-integer or latest(-1) resume step, and bad sizes are refused."""
     with pytest.raises(ConfigError):
-        prl.resume_config(**resume_kwargs(**bad))
+        SEED.resume_config(**resume_kwargs(**bad))
 
 
 def test_resume_config_inherits_canonical_knobs_and_takes_overrides():
     """canonical_knobs carries iter_0's training knobs; explicit teacher knobs win over them."""
-    knobs = prl.canonical_knobs(CANONICAL)
+    knobs = SEED.canonical_knobs(CANONICAL)
     assert knobs == {"seq_len": 4096, "train_max_tokens": 1536, "temperature": 0.8, "lr": 2e-6,
                      "renderer": {"preserve_all_thinking": True}}
-    cfg = prl.resume_config(**resume_kwargs(model=TINY, **{**knobs, "lr": 5e-6, "seed": 3}))
+    cfg = SEED.resume_config(**resume_kwargs(model=TINY, **{**knobs, "lr": 5e-6, "seed": 3}))
     assert_in_key_set(cfg)
     assert cfg["seq_len"] == 4096 and cfg["trainer"] == {"optim": {"lr": 5e-6}} and cfg["orchestrator"]["seed"] == 3
     assert cfg["orchestrator"]["train"]["sampling"] == {"max_completion_tokens": 1536, "temperature": 0.8}
@@ -458,9 +459,9 @@ def test_resume_config_inherits_canonical_knobs_and_takes_overrides():
 
 def test_fresh_config_run_b_two_train_envs():
     """Run B: from base (no resume_step), max_steps = new steps, real block verbatim + generated block."""
-    envs = prl.canonical_train_envs(CANONICAL) + [{"id": "demo_run_b"}]
-    cfg = prl.fresh_config(model=QWEN, new_steps=100, batch_size=512, rollouts_per_example=16, train_envs=envs,
-                           eval_env_id=HUB, eval_env_args={}, num_examples=-1, **prl.canonical_knobs(CANONICAL))
+    envs = SEED.canonical_train_envs(CANONICAL) + [{"id": "demo_run_b"}]
+    cfg = SEED.fresh_config(model=QWEN, new_steps=100, batch_size=512, rollouts_per_example=16, train_envs=envs,
+                           eval_env_id=HUB, eval_env_args={}, num_examples=-1, **SEED.canonical_knobs(CANONICAL))
     assert_in_key_set(cfg)
     assert cfg["max_steps"] == 100 and cfg["ckpt"] == {"interval": 100}
     assert cfg["orchestrator"]["train"]["env"] == [CANONICAL["orchestrator"]["train"]["env"][0], {"id": "demo_run_b"}]
@@ -468,7 +469,7 @@ def test_fresh_config_run_b_two_train_envs():
 
 
 def test_fresh_config_wandb_offline_and_clean_output_dir():
-    cfg = prl.fresh_config(model=TINY, new_steps=10, batch_size=32, rollouts_per_example=4, train_envs=[{"id": "a"}],
+    cfg = SEED.fresh_config(model=TINY, new_steps=10, batch_size=32, rollouts_per_example=4, train_envs=[{"id": "a"}],
                            eval_env_id=HUB, eval_env_args={}, num_examples=20, wandb={"project": "p", "offline": True},
                            clean_output_dir=True)
     assert_in_key_set(cfg)
@@ -476,11 +477,11 @@ def test_fresh_config_wandb_offline_and_clean_output_dir():
 
 
 def test_canonical_train_envs_are_copies_and_required():
-    envs = prl.canonical_train_envs(CANONICAL)
+    envs = SEED.canonical_train_envs(CANONICAL)
     envs[0]["args"]["split"] = "changed"
     assert CANONICAL["orchestrator"]["train"]["env"][0]["args"]["split"] == "train"
     with pytest.raises(ConfigError, match="no \\[\\[orchestrator.train.env\\]\\]"):
-        prl.canonical_train_envs({"orchestrator": {}})
+        SEED.canonical_train_envs({"orchestrator": {}})
 
 
 # ---------------------------------------------------------------- finding the canonical config
@@ -490,18 +491,18 @@ def test_find_canonical_config_order(tmp_path, monkeypatch):
     """--config, then <PRIME_RL_DIR>/configs/<dataset>/rl.toml, then the project configs dirs."""
     prime, proj = tmp_path / "prime-rl", tmp_path / "proj-configs"
     monkeypatch.delenv("PRIME_RL_DIR", raising=False)
-    found, tried = prl.find_canonical_config("alphabet-sort", None, str(prime), [proj])
+    found, tried = SEED.find_canonical_config("alphabet-sort", None, str(prime), [proj])
     assert found is None and tried[0] == prime / "configs" / "alphabet-sort" / "rl.toml"
     assert prime / "configs" / "alphabet_sort" / "rl.toml" in tried and tried[-1].parent.parent == proj
 
     write((proj / "alphabet-sort").mkdir(parents=True) or proj / "alphabet-sort" / "rl.toml", CANONICAL)
-    assert prl.find_canonical_config("alphabet-sort", None, str(prime), [proj])[0] == proj / "alphabet-sort" / "rl.toml"
+    assert SEED.find_canonical_config("alphabet-sort", None, str(prime), [proj])[0] == proj / "alphabet-sort" / "rl.toml"
 
     (prime / "configs" / "alphabet_sort").mkdir(parents=True)
     write(prime / "configs" / "alphabet_sort" / "rl.toml", CANONICAL)
     monkeypatch.setenv("PRIME_RL_DIR", str(prime))
-    assert prl.find_canonical_config("alphabet-sort", None, None, [proj])[0] == prime / "configs" / "alphabet_sort" / "rl.toml"
+    assert SEED.find_canonical_config("alphabet-sort", None, None, [proj])[0] == prime / "configs" / "alphabet_sort" / "rl.toml"
 
     explicit = write(tmp_path / "mine.toml", CANONICAL)
-    assert prl.find_canonical_config("alphabet-sort", str(explicit), None, [proj]) == (explicit, [explicit])
-    assert prl.find_canonical_config("alphabet-sort", str(tmp_path / "gone.toml"), None, [proj]) == (None, [tmp_path / "gone.toml"])
+    assert SEED.find_canonical_config("alphabet-sort", str(explicit), None, [proj]) == (explicit, [explicit])
+    assert SEED.find_canonical_config("alphabet-sort", str(tmp_path / "gone.toml"), None, [proj]) == (None, [tmp_path / "gone.toml"])

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from selfimprove.errors import ConfigError
-from selfimprove.stack import prime_rl as seed
-from selfimprove.stack import prime_rl_v08 as v08
-from selfimprove.stack.dialects import dialect_named
+from selfimprove.stack import toml_paths
+from selfimprove.stack.dialects import SEED, V1, dialect_named
 from selfimprove.stack.prime_rl_keys import load_key_tree, unknown_keys
 
 TINY = "selfimprove/tiny-arith"
@@ -31,17 +30,17 @@ def _arm(dialect, **extra):
 
 
 def test_snapshot_names_its_commit_and_method():
-    head = load_key_tree(v08.KEYS_FILE)
-    assert head["dialect"] == v08.DIALECT == "prime-rl@559b44772"
+    head = load_key_tree(V1.keys_file)
+    assert head["dialect"] == V1.DIALECT == "prime-rl@559b44772"
     assert head["derived_from"]["commit"].startswith("559b44772") and head["derived_from"]["commit_date"] == "2026-08-21"
     assert "model_fields" in head["derived_from"]["method"]
 
 
 def test_v08_arm_configs_use_only_main_keys():
-    resumed, fresh = _arm(v08)
+    resumed, fresh = _arm(V1)
     for cfg in (resumed, fresh):
-        assert unknown_keys(cfg, v08.KEYS_FILE) == []
-        v08.validate_config(cfg)
+        assert unknown_keys(cfg, V1.keys_file) == []
+        V1.validate_config(cfg)
         orch = cfg["orchestrator"]
         assert orch["group_size"] == 4 and "rollouts_per_example" not in orch and orch["renderer"] == {"name": "default"}
         assert orch["train"]["source"][0] == {"env": {"taskset": {"id": "arith_iter_1"}}}
@@ -54,24 +53,24 @@ def test_v08_arm_configs_use_only_main_keys():
 
 def test_v08_argv_round_trips_with_run_name(tmp_path: Path):
     """`--output-dir <parent> --run.name <name>` puts main's run dir exactly at the arm's output dir."""
-    resumed, _ = _arm(v08)
+    resumed, _ = _arm(V1)
     toml = tmp_path / "rl.toml"
-    v08.write_toml(toml, resumed)
+    V1.write_toml(toml, resumed)
     out = tmp_path / "iter_1" / "prime_out"
-    argv = v08.rl_command_args([toml], {"max_steps": 8}, out)
+    argv = V1.rl_command_args([toml], {"max_steps": 8}, out)
     assert argv[-4:] == ["--output-dir", str(out.parent), "--run.name", "prime_out"]
-    merged, files = v08.parse_rl_argv(argv)
+    merged, files = V1.parse_rl_argv(argv)
     assert files == [toml] and merged["output_dir"] == str(out) and merged["resume"] == {"step": 4}
 
 
 def test_v08_iter0_overlay_and_overrides_validate():
-    canonical = v08.canonical_from_hub_env(HUB, ARGS, TINY)
-    overlay = v08.eval_overlay(max_steps=4, eval_env_id=HUB, eval_env_args={}, num_examples=20)
-    overrides = v08.baseline_overrides(model=TINY, max_steps=4, batch_size=16, rollouts_per_example=4, canonical=canonical)
-    merged = v08.deep_merge(v08.deep_merge(canonical, overlay), overrides)
-    v08.validate_config(merged)
-    assert unknown_keys(merged, v08.KEYS_FILE) == []
-    argv = v08.rl_command_args([], overrides, Path("/x/prime_out"))
+    canonical = V1.canonical_from_hub_env(HUB, ARGS, TINY)
+    overlay = V1.eval_overlay(max_steps=4, eval_env_id=HUB, eval_env_args={}, num_examples=20)
+    overrides = V1.baseline_overrides(model=TINY, max_steps=4, batch_size=16, rollouts_per_example=4, canonical=canonical)
+    merged = toml_paths.deep_merge(toml_paths.deep_merge(canonical, overlay), overrides)
+    V1.validate_config(merged)
+    assert unknown_keys(merged, V1.keys_file) == []
+    argv = V1.rl_command_args([], overrides, Path("/x/prime_out"))
     assert "--orchestrator.group-size" in argv and "--orchestrator.rollouts-per-example" not in argv
 
 
@@ -84,7 +83,7 @@ def test_v08_iter0_overlay_and_overrides_validate():
 ])
 def test_seed_keys_are_named_under_v08(cfg, named):
     with pytest.raises(ConfigError, match="--stack seed") as e:
-        v08.validate_config(cfg)
+        V1.validate_config(cfg)
     assert named in str(e.value)
 
 
@@ -95,7 +94,7 @@ def test_seed_keys_are_named_under_v08(cfg, named):
 ])
 def test_v08_keys_are_named_under_seed(cfg, named):
     with pytest.raises(ConfigError, match="--stack v1") as e:
-        seed.validate_config(cfg)
+        SEED.validate_config(cfg)
     assert named in str(e.value)
 
 
@@ -109,25 +108,36 @@ def test_v08_rules():
         ({"monitors": {"wandb": {"offline": True}}}, "offline"),
     ]:
         with pytest.raises(ConfigError, match=msg):
-            v08.validate_config(v08.deep_merge(base, bad))
+            V1.validate_config(toml_paths.deep_merge(base, bad))
 
 
 def test_taskset_fields_are_open_but_prime_rl_keys_are_not():
     """env.taskset holds the taskset's own config fields (any key); a typo beside it is still refused."""
     src = {"env": {"taskset": {"id": "x", "anything": {"goes": 1}}}, "bogus": 1}
-    assert unknown_keys({"orchestrator": {"train": {"source": [src]}}}, v08.KEYS_FILE) == ["orchestrator.train.source[0].bogus"]
+    assert unknown_keys({"orchestrator": {"train": {"source": [src]}}}, V1.keys_file) == ["orchestrator.train.source[0].bogus"]
 
 
-def test_dialects_share_one_interface():
-    """Every builder the phases call exists in both dialects with the same keyword arguments."""
-    import inspect
+def test_v1_eval_overlay_keeps_the_seed_checkpoint_policy():
+    """iter_0 checkpoints every max_steps / 5 and keeps the latest in both dialects (issue 25: the v0.8
+    overlay had lost this and saved once, at max_steps, so a crash mid-iter_0 left nothing to resume)."""
+    for max_steps, interval in ((4, 1), (10, 2), (23, 4)):
+        overlays = [d.eval_overlay(max_steps=max_steps, eval_env_id=HUB, eval_env_args={}, num_examples=20) for d in (SEED, V1)]
+        assert overlays[0]["ckpt"] == overlays[1]["ckpt"] == {"interval": interval, "keep_last": 1}
+        assert unknown_keys(overlays[1], V1.keys_file) == []
 
-    for fn in ("resume_config", "fresh_config", "eval_overlay", "baseline_overrides", "canonical_from_hub_env",
-               "canonical_train_envs", "canonical_knobs", "find_canonical_config", "rl_command_args", "parse_rl_argv",
-               "validate_config", "read_toml", "write_toml", "normalise_aliases", "training_seed_key", "eval_sources"):
-        a, b = getattr(dialect_named("seed"), fn), getattr(dialect_named("v1"), fn)
-        names = [[p for p in inspect.signature(f).parameters if p not in ("keys_file", "validate")] for f in (a, b)]
-        assert names[0] == names[1], fn
+
+def test_every_rename_names_a_key_of_each_snapshot():
+    """The one rename map: each seed path is a key of the seed snapshot and each v0.8 path one of main's."""
+    from selfimprove.stack.dialects import RENAMES
+    from selfimprove.stack.prime_rl_keys import node_at
+
+    for r in RENAMES:
+        if r.seed:
+            assert node_at(r.seed, SEED.keys_file) is not None and node_at(r.seed, V1.keys_file) is None, r
+        if r.v08:
+            assert node_at(r.v08, V1.keys_file) is not None, r
+        if r.seed and r.kind != "hint":
+            assert V1.key(r.seed) == r.v08 and SEED.key(r.seed) == r.seed, r
 
 
 def test_teacher_override_of_the_other_dialect_is_named(tmp_path: Path):
@@ -138,9 +148,20 @@ def test_teacher_override_of_the_other_dialect_is_named(tmp_path: Path):
     f = tmp_path / "overrides.toml"
     f.write_text("[orchestrator]\nrollouts_per_example = 8\n")
     with pytest.raises(GateFailed, match=r"'orchestrator.rollouts_per_example' is a seed-dialect .* orchestrator.group_size"):
-        teacher_overrides(f, v08)
+        teacher_overrides(f, V1)
     f.write_text("[orchestrator]\ngroup_size = 8\n")
     with pytest.raises(GateFailed, match=r"prime-rl >= 0.8 key; here it is orchestrator.rollouts_per_example"):
-        teacher_overrides(f, seed)
+        teacher_overrides(f, SEED)
     f.write_text("[trainer.optim]\nlr = 1e-5\n")
-    assert teacher_overrides(f, v08) == {"trainer": {"optim": {"lr": 1e-5}}}
+    assert teacher_overrides(f, V1) == {"trainer": {"optim": {"lr": 1e-5}}}
+
+
+def test_each_dialect_reads_the_layout_its_runs_are_written_in():
+    """rundir finds an arm's output tree by run.json `stack` (it sits below stack/ and cannot import it):
+    that table must agree with each dialect's own layout, which the CPU engine writes."""
+    from selfimprove.rundir import LAYOUT_OF_STACK
+    from selfimprove.stack.dialects import DIALECTS
+
+    assert set(LAYOUT_OF_STACK) == set(DIALECTS)
+    for name, d in DIALECTS.items():
+        assert LAYOUT_OF_STACK[name] is d.layout

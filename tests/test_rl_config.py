@@ -12,7 +12,7 @@ import tomli_w
 
 from selfimprove.rl.cli import main
 from selfimprove.rl.config import ignored_keys, resolve
-from selfimprove.stack.prime_rl import parse_rl_argv
+from selfimprove.stack.dialects import SEED
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -64,7 +64,7 @@ def run_cli(capsys, *argv) -> tuple[int, str, str]:
 
 def test_canonical_config_is_valid_and_honoured():
     """configs/selfimprove-arith/rl.toml validates and maps to the demo shape."""
-    raw, _ = parse_rl_argv(["@", str(REPO / "configs/selfimprove-arith/rl.toml"), "--output-dir", "/tmp/unused"])
+    raw, _ = SEED.parse_rl_argv(["@", str(REPO / "configs/selfimprove-arith/rl.toml"), "--output-dir", "/tmp/unused"])
     cfg = resolve(raw)
     assert cfg.model_name == "selfimprove/tiny-arith"
     assert (cfg.batch_size, cfg.rollouts_per_example, cfg.prompts_per_step) == (256, 16, 16)
@@ -79,7 +79,7 @@ def test_honoured_keys_and_overrides(tmp_path, rand_student):
     b = write(tmp_path / "b.toml", {"orchestrator": {"train": {"env": [
         {"id": "selfimprove-arith", "name": "x", "ratio": 3.0},
         {"id": "selfimprove-arith", "name": "y", "ratio": 1.0, "args": {"num_train_examples": 10}}]}}})
-    raw, files = parse_rl_argv(["@", str(a), "@", str(b), "--max-steps", "7", "--orchestrator.batch-size", "16",
+    raw, files = SEED.parse_rl_argv(["@", str(a), "@", str(b), "--max-steps", "7", "--orchestrator.batch-size", "16",
                                 "--ckpt.keep-last", "2", "--ckpt.resume-step", "3", "--trainer.optim.lr", "2e-4",
                                 "--orchestrator.eval.sampling.temperature", "0.5", "--output-dir", str(tmp_path / "o")])
     cfg = resolve(raw)
@@ -94,7 +94,7 @@ def test_honoured_keys_and_overrides(tmp_path, rand_student):
 
 
 def test_eval_greedy_by_default(tmp_path, rand_student):
-    raw, _ = parse_rl_argv(["@", str(write(tmp_path / "a.toml", small_cfg(rand_student))), "--output-dir", str(tmp_path / "o")])
+    raw, _ = SEED.parse_rl_argv(["@", str(write(tmp_path / "a.toml", small_cfg(rand_student))), "--output-dir", str(tmp_path / "o")])
     assert resolve(raw).eval.temperature == 0.0
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from selfimprove.rl.config import engine_view, resolve
-from selfimprove.rundir import ArmDir
-from selfimprove.stack import prime_rl as seed
-from selfimprove.stack import prime_rl_v08 as v08
-from selfimprove.stack.dialects import dialect_of_argv
+from selfimprove.rundir import MAIN_LAYOUT, ArmDir
+from selfimprove.stack.dialects import SEED, V1, dialect_of_argv
 
 ARM = dict(model="selfimprove/tiny-arith", new_steps=3, batch_size=32, rollouts_per_example=8,
            train_envs=[{"id": "selfimprove-arith"}], eval_env_id="selfimprove-arith",
@@ -16,24 +14,24 @@ ARM = dict(model="selfimprove/tiny-arith", new_steps=3, batch_size=32, rollouts_
 
 
 def test_engine_view_maps_main_keys_to_what_the_engine_honours(tmp_path: Path):
-    cfg = v08.resume_config(resume_step=2, **{**ARM, "train_envs": [{"id": "a", "args": {"k": 1}, "ratio": 2.0}]})
+    cfg = V1.resume_config(resume_step=2, **{**ARM, "train_envs": [{"id": "a", "args": {"k": 1}, "ratio": 2.0}]})
     toml = tmp_path / "rl.toml"
-    v08.write_toml(toml, cfg)
-    argv = v08.rl_command_args([toml], {}, tmp_path / "arm" / "prime_out")
-    assert dialect_of_argv(argv) is v08 and dialect_of_argv(["@", str(toml)]) is v08
-    raw, _ = v08.parse_rl_argv(argv)
-    eng = resolve(engine_view(raw))
+    V1.write_toml(toml, cfg)
+    argv = V1.rl_command_args([toml], {}, tmp_path / "arm" / "prime_out")
+    assert dialect_of_argv(argv) is V1 and dialect_of_argv(["@", str(toml)]) is V1
+    raw, _ = V1.parse_rl_argv(argv)
+    eng = resolve(engine_view(raw, V1))
     assert eng.output_dir == tmp_path / "arm" / "prime_out"
     assert (eng.resume_step, eng.max_steps, eng.rollouts_per_example, eng.seed) == (2, 5, 8, 1)
     assert [(b.id, b.args, b.ratio) for b in eng.train_envs] == [("a", {"k": 1}, 2.0)]
     assert eng.eval.envs[0].args == {"num_eval_examples": 32} and eng.eval.rollouts_per_example == 1
     seed_toml = tmp_path / "seed.toml"
-    seed.write_toml(seed_toml, seed.resume_config(resume_step=2, **ARM))
-    assert dialect_of_argv(seed.rl_command_args([seed_toml], {}, tmp_path / "o")) is seed
+    SEED.write_toml(seed_toml, SEED.resume_config(resume_step=2, **ARM))
+    assert dialect_of_argv(SEED.rl_command_args([seed_toml], {}, tmp_path / "o")) is SEED
 
 
 def test_arm_dir_reads_main_layout(tmp_path: Path):
-    arm = ArmDir(tmp_path, "iter_1", "v1")
+    arm = ArmDir(tmp_path, "iter_1", MAIN_LAYOUT)
     assert arm.eval_file(4) == tmp_path / "iter_1/prime_out/rollouts/step_4/eval/all/traces.jsonl"
     assert arm.orchestrator_ckpt(4) == tmp_path / "iter_1/prime_out/checkpoints/step_4/orchestrator"
     assert arm.broadcast(4) == tmp_path / "iter_1/prime_out/broadcasts/step_4"
@@ -169,14 +167,14 @@ def test_engine_run_writes_all_and_effective_episode_files(tmp_path: Path):
 
     from selfimprove.phases.evals import read_sealed
 
-    cfg = v08.fresh_config(model="selfimprove/tiny-arith", new_steps=1, batch_size=32, rollouts_per_example=8,
+    cfg = V1.fresh_config(model="selfimprove/tiny-arith", new_steps=1, batch_size=32, rollouts_per_example=8,
                            train_envs=[{"id": "selfimprove_arith_v1", "args": {"split": "train"}}],
                            eval_env_id="selfimprove_arith_v1", eval_env_args={"split": "eval"}, num_examples=8,
                            seq_len=256, train_max_tokens=24, eval_max_tokens=24, seed=1)
     toml = tmp_path / "rl.toml"
-    v08.write_toml(toml, cfg)
+    V1.write_toml(toml, cfg)
     out = tmp_path / "arm" / "prime_out"
-    proc = subprocess.run([sys.executable, "-m", "selfimprove.rl.cli", *v08.rl_command_args([toml], {}, out)],
+    proc = subprocess.run([sys.executable, "-m", "selfimprove.rl.cli", *V1.rl_command_args([toml], {}, out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     step = out / "rollouts" / "step_1"
@@ -189,5 +187,5 @@ def test_engine_run_writes_all_and_effective_episode_files(tmp_path: Path):
     assert all(r["traces"][0]["info"]["advantage"] != 0.0 for r in trained)
     ids = {r["id"] for r in lines["train", "all"]}
     assert len(ids) == 32 and trained and all(r["id"] in ids for r in trained)  # a subset of all, same episode ids
-    scores, dropped, _ = read_sealed(ArmDir(tmp_path, "arm", "v1").eval_file(1))
+    scores, dropped, _ = read_sealed(ArmDir(tmp_path, "arm", MAIN_LAYOUT).eval_file(1))
     assert len(scores) == 8 and dropped == 0

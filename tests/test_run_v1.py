@@ -47,30 +47,30 @@ def test_v1_run_finishes_with_the_summary(v1_run: Path) -> None:
 
 
 def test_every_written_config_and_argv_is_prime_rl_main(v1_run: Path) -> None:
-    from selfimprove.stack import prime_rl_v08 as v08
-    from selfimprove.stack.dialects import dialect_of_argv
+    from selfimprove.stack import toml_paths
+    from selfimprove.stack.dialects import V1, dialect_of_argv
     from selfimprove.stack.prime_rl_keys import unknown_keys
 
     tomls = sorted(p for p in v1_run.rglob("*.toml") if "prime_out" not in p.parts and p.parent.name.startswith(("iter_", "run_")))
     assert len(tomls) == 6  # iter_0 canonical + overlay; iter_1, run_a, run_b, run_c rl.toml
     for path in tomls:
-        data = v08.read_toml(path)
-        assert unknown_keys(data, v08.KEYS_FILE) == [], path
-        v08.validate_config(data, partial=path.name == "eval_overlay.toml")
-        print(f"{path.relative_to(v1_run)}: {v08.DIALECT}")
+        data = toml_paths.read_toml(path)
+        assert unknown_keys(data, V1.keys_file) == [], path
+        V1.validate_config(data, partial=path.name == "eval_overlay.toml")
+        print(f"{path.relative_to(v1_run)}: {V1.DIALECT}")
     jobs = sorted(v1_run.glob("*/job.json"))
     assert len(jobs) == len(ARMS)
     for job in jobs:
         argv = json.loads(job.read_text())["cmd"][1:]
-        assert dialect_of_argv(argv) is v08, job
-        v08.parse_rl_argv(argv)  # merges the files and overrides and validates them as prime-rl main would
-        print(f"{job.relative_to(v1_run)} argv: {v08.DIALECT}")
+        assert dialect_of_argv(argv) is V1, job
+        V1.parse_rl_argv(argv)  # merges the files and overrides and validates them as prime-rl main would
+        print(f"{job.relative_to(v1_run)} argv: {V1.DIALECT}")
 
 
 def test_real_env_is_the_taskset_and_generated_data_a_v1_package(v1_run: Path) -> None:
-    from selfimprove.stack import prime_rl_v08 as v08
+    from selfimprove.stack import toml_paths
 
-    run_b = v08.read_toml(v1_run / "run_b_combined_from_base" / "rl.toml")
+    run_b = toml_paths.read_toml(v1_run / "run_b_combined_from_base" / "rl.toml")
     ids = [s["env"]["taskset"]["id"] for s in run_b["orchestrator"]["train"]["source"]]
     assert ids[0] == "selfimprove_arith_v1" and ids[1].endswith("_run_b") and len(ids) == 2  # real + generated sources
     for source in run_b["orchestrator"]["eval"]["source"]:
@@ -118,11 +118,11 @@ def verifiers_040_python(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _written_sources(v1_run: Path) -> list[tuple[str, str]]:
     """(where, taskset id) of every [[orchestrator.train|eval.source]] of every config the run wrote."""
-    from selfimprove.stack import prime_rl_v08 as v08
+    from selfimprove.stack.toml_paths import read_toml
 
     uses = []
     for path in sorted(p for p in v1_run.rglob("*.toml") if "prime_out" not in p.parts and p.parent.name.startswith(("iter_", "run_"))):
-        orchestrator = v08.read_toml(path).get("orchestrator", {})
+        orchestrator = read_toml(path).get("orchestrator", {})
         for group in ("train", "eval"):
             for i, source in enumerate(orchestrator.get(group, {}).get("source", [])):
                 uses.append((f"{path.relative_to(v1_run)} {group}.source[{i}]", source["env"]["taskset"]["id"]))

@@ -20,6 +20,7 @@ import re
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, TypeVar
 
@@ -37,6 +38,32 @@ CONTROL_ARMS = {
     "run_b": "run_b_combined_from_base",
     "run_c": "run_c_real_from_iter0",
 }
+
+
+
+@dataclass(frozen=True)
+class OutputLayout:
+    """Where a prime-rl version writes one run under its output dir (the arm's prime_out/).
+
+    Checkpoints (`checkpoints/step_N/trainer`) and weights (`weights/step_N`) sit at the top in
+    both; the orchestrator's tree (rollouts, broadcasts, its checkpoints) sits under `run_subdir`.
+    """
+
+    run_subdir: str  # the orchestrator's run dir below the output dir ("" = the output dir itself)
+    train_rollouts: str  # a step's train rollouts, below rollouts/step_N/
+    eval_rollouts: str  # a step's eval rollouts, below rollouts/step_N/
+    orchestrator_ckpt: str  # the orchestrator's own tree below <run dir>/checkpoints/step_N/ ("" = all of it)
+    metrics_file: str | None  # a local metrics JSONL below the output dir (monitors.file), if the version writes one
+    traces: bool  # rollouts are verifiers v1 traces.jsonl with all/ and effective/ subsets
+
+
+# prime-rl 09e297743: run_default/{rollouts,broadcasts,checkpoints}/step_N, one JSONL of records per step.
+SEED_LAYOUT = OutputLayout("run_default", "train_rollouts.jsonl", "eval_rollouts.jsonl", "", None, False)
+# prime-rl main 559b44772: the run dir is output_dir/run.name (= prime_out/), checkpoints/step_N holds
+# trainer/ and orchestrator/, episodes are traces.jsonl.
+MAIN_LAYOUT = OutputLayout("", "train/all/traces.jsonl", "eval/all/traces.jsonl", "orchestrator", "metrics.jsonl", True)
+# By run.json `stack` (the Literal of models.RunConfig.stack); stack/dialects.py pairs each dialect with its layout.
+LAYOUT_OF_STACK = {"seed": SEED_LAYOUT, "v1": MAIN_LAYOUT}
 
 # Read-modify-write of run.json / metrics.json / scratchpad.md by threads of ONE process (compare trains
 # several arms at once, one watcher thread per arm). The flock of `RunDir.lock` keeps other processes out;
@@ -170,12 +197,10 @@ def read_model(path: Path, cls: type[M]) -> M:
 class ArmDir:
     """One training arm (iter_N or a Phase 4 control): its dir and the engine's output tree."""
 
-    def __init__(self, root: Path, name: str, layout: str = "seed"):
+    def __init__(self, root: Path, name: str, layout: OutputLayout = SEED_LAYOUT):
         self.name = name
         self.dir = Path(root) / name
-        # "seed": prime-rl 09e297743's tree (run_default/...); "v1": prime-rl main's (559b44772),
-        # where checkpoints/step_N holds trainer/ and orchestrator/ and episodes are traces.jsonl.
-        self.layout = layout
+        self.layout = layout  # the engine's output tree (prime_out/) of the run's prime-rl version
 
     # files the tool writes
     @property
@@ -198,14 +223,14 @@ class ArmDir:
     def eval_summary(self) -> Path:
         return self.dir / "eval_summary.json"
 
-    # the engine's output tree (prime-rl seed dialect)
+    # the engine's output tree
     @property
     def prime_out(self) -> Path:
         return self.dir / "prime_out"
 
     @property
     def _run_root(self) -> Path:
-        return self.prime_out if self.layout == "v1" else self.prime_out / "run_default"
+        return self.prime_out / self.layout.run_subdir
 
     @property
     def rollouts(self) -> Path:
@@ -216,14 +241,10 @@ class ArmDir:
 
     def train_file(self, step: int) -> Path:
         """The step's train rollouts: seed train_rollouts.jsonl, main rollouts/step_N/train/all/traces.jsonl."""
-        if self.layout == "v1":
-            return self.rollout_step(step) / "train" / "all" / "traces.jsonl"
-        return self.rollout_step(step) / "train_rollouts.jsonl"
+        return self.rollout_step(step) / self.layout.train_rollouts
 
     def eval_file(self, step: int) -> Path:
-        if self.layout == "v1":
-            return self.rollout_step(step) / "eval" / "all" / "traces.jsonl"
-        return self.rollout_step(step) / "eval_rollouts.jsonl"
+        return self.rollout_step(step) / self.layout.eval_rollouts
 
     def weights(self, step: int) -> Path:
         return self.prime_out / "weights" / f"step_{step}"
@@ -232,9 +253,7 @@ class ArmDir:
         return self.prime_out / "checkpoints" / f"step_{step}"
 
     def orchestrator_ckpt(self, step: int) -> Path:
-        if self.layout == "v1":  # main keeps both sides under one step dir
-            return self.trainer_ckpt(step) / "orchestrator"
-        return self.prime_out / "run_default" / "checkpoints" / f"step_{step}"
+        return self._run_root / "checkpoints" / f"step_{step}" / self.layout.orchestrator_ckpt
 
     def broadcast(self, step: int) -> Path:
         return self._run_root / "broadcasts" / f"step_{step}"
@@ -301,12 +320,13 @@ class RunDir:
 
     # ---- arms
     @property
-    def layout(self) -> str:
-        """The engine output layout of this run's arms: run.json `stack` ("seed" when absent or unreadable)."""
+    def layout(self) -> OutputLayout:
+        """The engine output layout of this run's arms, by run.json `stack` (the seed's when absent or unreadable)."""
         try:
-            return json.loads(self.run_json.read_text(encoding="utf-8")).get("stack") or "seed"
+            stack = json.loads(self.run_json.read_text(encoding="utf-8")).get("stack")
         except (OSError, ValueError, AttributeError):
-            return "seed"
+            stack = None
+        return LAYOUT_OF_STACK.get(stack, SEED_LAYOUT)
 
     def iter(self, n: int) -> ArmDir:
         return ArmDir(self.root, f"iter_{n}", self.layout)

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import ConfigError
-from .stack.prime_rl import get_path
+from .stack.toml_paths import get_path
 
 BUDGET_FILE = "completion_budget.json"  # <output_dir>/ of a CPU-engine job: the completion budgets in force
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "max_seq_len")

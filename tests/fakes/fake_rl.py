@@ -192,10 +192,11 @@ def main() -> None:
     main_layout = "run" in cfg or "group_size" in cfg.get("orchestrator", {})
     if main_layout:
         from selfimprove.rl.config import engine_view
+        from selfimprove.stack.dialects import V1
 
         if (name := cfg.get("run", {}).get("name")) and cfg.get("output_dir"):
             cfg["output_dir"] = str(Path(cfg["output_dir"]) / name)
-        cfg = engine_view(cfg)
+        cfg = engine_view(cfg, V1)
     for section in ("trainer", "orchestrator"):
         if not isinstance(cfg.get(section), dict):
             die(f"Config file error: missing [{section}]")

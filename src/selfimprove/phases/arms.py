@@ -21,8 +21,8 @@ from ..engines.jobs import JobExpectation, run_training
 from ..errors import ConfigError, SelfImproveError
 from ..models import EvalSummary, RunConfig
 from ..rundir import ArmDir, RunDir
-from ..stack import prime_rl
-from ..stack.dialects import dialect_for
+from ..stack.dialects import SEED, dialect_for
+from ..stack.toml_paths import get_path, set_path
 from .evals import aggregate_eval, expected_eval_examples
 from .overrides import TEACHER_KEYS, read_overrides  # noqa: F401  (TEACHER_KEYS: re-exported)
 from .staging import is_staged, stage_checkpoints
@@ -46,7 +46,7 @@ def canonical_config(rd: RunDir) -> dict:
     return dialect_for(rd.read_run()).read_toml(canonical_path(rd))
 
 
-def teacher_overrides(path: Path | None, dialect=prime_rl, *, model: str | None = None,
+def teacher_overrides(path: Path | None, dialect=SEED, *, model: str | None = None,
                       canonical: dict | None = None) -> dict:
     """iter_N/overrides.toml, checked (phases/overrides.py: keys, types, ranges, the student's context)."""
     return read_overrides(path, dialect, model=model, canonical=canonical)
@@ -120,12 +120,12 @@ def recorded_seed(rd: RunDir, key: str) -> int | None:
     if not toml.is_file():
         return None
     dialect = dialect_for(rd.read_run())
-    return prime_rl.get_path(dialect.read_toml(toml), dialect.training_seed_key())
+    return get_path(dialect.read_toml(toml), dialect.training_seed_key())
 
 
 def with_seed(config: dict, seed: int, seed_key: str = "orchestrator.seed") -> dict:
     """`config` with the dialect's training seed key = `seed` and nothing else changed (a seed replicate)."""
-    prime_rl.set_path(config, seed_key, seed)
+    set_path(config, seed_key, seed)
     return config
 
 
@@ -133,7 +133,7 @@ def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
     """Every arm is evaluated with iter_0's eval sampling (e.g. greedy): the canonical
     config's [orchestrator.eval.sampling] under the arm's own (which only sets the token cap,
     the same value iter_0's overlay set). Otherwise eval numbers would not be comparable."""
-    canonical_sampling = prime_rl.get_path(canonical_config(rd), "orchestrator.eval.sampling") or {}
+    canonical_sampling = get_path(canonical_config(rd), "orchestrator.eval.sampling") or {}
     evals = config.setdefault("orchestrator", {}).setdefault("eval", {})
     evals["sampling"] = {**canonical_sampling, **evals.get("sampling", {})}
     return config
@@ -212,8 +212,8 @@ def retrain_with_seed(rd: RunDir, cfg: RunConfig, src: ArmDir, dst: ArmDir, *, s
     config = dialect.read_toml(src.rl_toml)
     with_seed(config, seed, dialect.training_seed_key())
     for table in ("wandb", "monitors.wandb"):  # the seed's and main's spelling; a config holds one
-        if isinstance(prime_rl.get_path(config, table), dict):
-            prime_rl.get_path(config, table)["name"] = record_name
+        if isinstance(get_path(config, table), dict):
+            get_path(config, table)["name"] = record_name
     evals = dialect.eval_sources(config)
     n_eval = sum(int(e.get("num_examples", 0)) for e in evals) if evals else 0
     n_eval = n_eval if n_eval > 0 else cfg.eval_examples

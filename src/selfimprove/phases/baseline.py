@@ -33,8 +33,8 @@ from ..errors import ConfigError, EvalAggregationError, JobFailed, NoLearningSig
 from ..models import EvalSummary, HubEnv, RunConfig
 from ..resources import project_configs_dirs
 from ..rundir import ArmDir, RunDir, atomic_write_text, read_model, sorted_steps, write_model
-from ..stack import prime_rl
 from ..stack.dialects import dialect_for
+from ..stack.toml_paths import get_path
 from ..stats import wilson_interval
 from ..student_limits import check_env_text, answers_over_budget, check_token_budget, completion_budget_cuts, model_context
 from ..ui import console
@@ -250,7 +250,7 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     # student) the env's text is encodable and its prompts leave room for a completion.
     check_token_budget(merged, cfg.model, f"canonical config {canonical_path}")
     if hub is not None:
-        check_env_text(hub, cfg.model, prime_rl.get_path(merged, "seq_len"), f"{rd.hub_env_json}")
+        check_env_text(hub, cfg.model, get_path(merged, "seq_len"), f"{rd.hub_env_json}")
     dialect.write_toml(arm.eval_overlay, overlay, partial=True)
     cmd = engine_command(cfg) + dialect.rl_command_args([canonical_path, arm.eval_overlay], overrides, arm.prime_out)
     job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet)

@@ -32,6 +32,7 @@ from ..models import HubEnv, RunConfig
 from ..resources import project_file
 from ..rundir import RunDir, atomic_write_text, read_json_object
 from ..stack import verifiers_classic as vc
+from ..stack.dialects import dialect_for
 from ..stack.env_package import install_and_verify, package_name, write_package_record
 from ..stack.env_python import env_python_of
 from .evals import expected_eval_examples
@@ -70,7 +71,7 @@ def build_wrapper(project_dir: Path, package: str, hub: HubEnv, held_out: int, o
 def _decide(cfg: RunConfig, hub: HubEnv, held_out: int) -> dict:
     """The record without the install: held out (with the wrapper's name), or in-sample and why."""
     base = {"env_id": hub.env_id, "env_args": hub.env_args, "held_out": held_out, "train_rows": hub.train_size}
-    if hub.api == "verifiers.v1" or getattr(cfg, "stack", None) == "v1":
+    if hub.api == "verifiers.v1" or dialect_for(cfg).trains_tasksets:
         return {**base, "in_sample": True, "reason": "a --stack v1 run trains the env's Taskset, whose rows this tool "
                                                        "cannot hold out; give the env an eval split"}
     if hub.train_size is None or hub.train_size <= held_out:

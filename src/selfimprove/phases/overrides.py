@@ -33,7 +33,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..errors import ConfigError, GateFailed
-from ..stack import prime_rl
+from ..stack.dialects import SEED
 from ..stack.prime_rl import SEED_SEQ_LEN, SEED_TRAIN_MAX_TOKENS
 
 # Keys a teacher may change per iteration (the seed: "everything else is the
@@ -86,7 +86,7 @@ def _shown(value: Any) -> str:
     return repr(value)
 
 
-def read_overrides(path: Path | None, dialect=prime_rl, *, model: str | None = None,
+def read_overrides(path: Path | None, dialect=SEED, *, model: str | None = None,
                    canonical: dict | None = None) -> dict:
     """The teacher's overrides (a nested dict as in the file; {} when there is none), checked.
 

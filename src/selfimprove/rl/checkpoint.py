@@ -1,4 +1,4 @@
-"""The output tree, exactly prime-rl's seed-dialect layout, and save/resume.
+"""The output tree, exactly prime-rl's layout (`rundir.OutputLayout`), and save/resume.
 
     <out>/configs/{trainer,orchestrator}.toml            resolved configs
     <out>/logs/{trainer,orchestrator}.log                "Step N | ..." lines
@@ -18,7 +18,7 @@ kill -9 leaves either a whole step or none.
 Resume at N needs `checkpoints/step_N/trainer`, `run_default/checkpoints/step_N/orchestrator`
 and `run_default/broadcasts/step_N/STABLE` (prime-rl's three trees); weights/ is not needed.
 
-With a prime-rl >= 0.8 config (`Layout(out, "v1")`) the tree is main's (559b44772,
+With a prime-rl >= 0.8 config (`Layout(out, MAIN_LAYOUT)`) the tree is main's (559b44772,
 utils/pathing.py and monitors/file.py): no `run_default/`, both checkpoint sides under
 `checkpoints/step_N/{trainer,orchestrator}`, `broadcasts/step_N`, episodes in
 `rollouts/step_N/{train,eval}/{all,effective}/traces.jsonl` holding verifiers v1
@@ -41,18 +41,18 @@ import torch
 from safetensors.torch import save_file
 
 from ..errors import ConfigError
-from ..rundir import atomic_write_text
-from ..stack.prime_rl import CONFIG_ERROR
+from ..rundir import SEED_LAYOUT, OutputLayout, atomic_write_text
+from ..stack.toml_paths import CONFIG_ERROR
 from .student import save_student
 
 TRAINER_FILE = "__0_0.distcp"
 
 
 class Layout:
-    def __init__(self, out: Path, kind: str = "seed"):
+    def __init__(self, out: Path, layout: OutputLayout = SEED_LAYOUT):
         self.out = Path(out)
-        self.kind = kind  # "seed" (prime-rl 09e297743) or "v1" (prime-rl main 559b44772)
-        self.run_root = self.out if kind == "v1" else self.out / "run_default"
+        self.layout = layout  # prime-rl 09e297743's tree (SEED_LAYOUT) or main 559b44772's (MAIN_LAYOUT)
+        self.run_root = self.out / layout.run_subdir
 
     def weights(self, n: int) -> Path:
         return self.out / "weights" / f"step_{n}"
@@ -69,16 +69,16 @@ class Layout:
     def rollouts(self, n: int) -> Path:
         return self.run_root / "rollouts" / f"step_{n}"
 
-    def train_file(self, n: int) -> Path:  # v1: the all/ subset (effective/ sits beside it)
-        return self.rollouts(n) / ("train/all/traces.jsonl" if self.kind == "v1" else "train_rollouts.jsonl")
+    def train_file(self, n: int) -> Path:  # traces: the all/ subset (effective/ sits beside it)
+        return self.rollouts(n) / self.layout.train_rollouts
 
     def eval_file(self, n: int) -> Path:
-        return self.rollouts(n) / ("eval/all/traces.jsonl" if self.kind == "v1" else "eval_rollouts.jsonl")
+        return self.rollouts(n) / self.layout.eval_rollouts
 
     @property
     def metrics_file(self) -> Path | None:
         """main's local metrics JSONL (monitors.file); the seed layout has none."""
-        return self.out / "metrics.jsonl" if self.kind == "v1" else None
+        return self.out / self.layout.metrics_file if self.layout.metrics_file else None
 
     @property
     def logs(self) -> Path:

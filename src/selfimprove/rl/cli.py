@@ -5,7 +5,7 @@
     selfimprove-rl @ rl.toml --ckpt.resume-step -1 --max-steps 200 --output-dir out
 
 Files deep-merge left to right, CLI flags win, lists are replaced whole (the
-prime-rl rules, implemented in selfimprove.stack.prime_rl). Prints "RL training
+prime-rl rules, implemented in selfimprove.stack). Prints "RL training
 finished!" and exits 0 on success; on failure prints one line to stderr and
 exits non-zero (1 = config or run error, 130 = interrupted).
 """
@@ -39,9 +39,8 @@ def main(argv: list[str] | None = None) -> int:
 
         dialect = dialect_of_argv(argv)  # prime-rl seed-era or >= 0.8 keys: both are read
         raw, _files = dialect.parse_rl_argv(argv)
-        if dialect.NAME == "v1":
-            raw = engine_view(raw)
-        cfg = resolve(raw).model_copy(update={"layout": dialect.NAME})
+        raw = engine_view(raw, dialect)
+        cfg = resolve(raw).model_copy(update={"layout": dialect.layout, "tasksets": dialect.trains_tasksets})
         run(cfg, raw)
     except SelfImproveError as e:
         print(f"selfimprove-rl: {e}", file=sys.stderr)

@@ -1,9 +1,10 @@
-"""The engine's config: prime-rl's `rl` dict (seed dialect) -> the subset this CPU engine honours.
+"""The engine's config: prime-rl's `rl` dict (seed keys) -> the subset this CPU engine honours.
 
 The generic contract (argv parsing, deep merge, unknown keys, types, cross-field
-rules) is `stack.prime_rl`'s, derived from prime-rl's own source; a config
-prime-rl would reject is rejected here with the same words. This module then
-maps the merged dict onto `EngineConfig`. Keys prime-rl accepts but this engine
+rules) is `stack/`'s (the run's Dialect), derived from prime-rl's own source; a
+prime-rl >= 0.8 config is first read in seed keys through the same rename map
+(`engine_view`). A config prime-rl would reject is rejected here with the same
+words. This module then maps the merged dict onto `EngineConfig`. Keys prime-rl accepts but this engine
 does not use are listed once in the log as ignored (`ignored_keys`).
 
 Honoured keys (everything else valid is ignored with a note):
@@ -30,6 +31,7 @@ Eval sampling: greedy unless [orchestrator.eval.sampling] temperature > 0.
 
 from __future__ import annotations
 
+import copy
 import math
 from pathlib import Path
 from typing import Any
@@ -37,7 +39,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import ConfigError
-from ..stack.prime_rl import CONFIG_ERROR, get_path, gpu_only_keys, is_true, validate_config
+from ..rundir import SEED_LAYOUT, OutputLayout
+from ..stack.dialects import SEED
+from ..stack.prime_rl_keys import gpu_only_keys
+from ..stack.toml_paths import CONFIG_ERROR, get_path, is_true, set_path
 
 DEFAULT_LR = 3e-5
 DEFAULT_MAX_TOKENS = None  # None = the room the longest prompt leaves in min(seq_len, model context)
@@ -115,7 +120,8 @@ class EngineConfig(BaseModel):
     weight_decay: float = 0.01
     betas: tuple[float, float] = (0.9, 0.99)
     max_norm: float = 1.0
-    layout: str = "seed"  # which prime-rl output layout to write: "seed" (run_default/...) or "v1" (main's)
+    layout: OutputLayout = SEED_LAYOUT  # the output tree of the config's prime-rl version (the dialect's)
+    tasksets: bool = False  # sources are verifiers v1 Tasksets (the v1 dialect), not classic envs
     kl_coef: float = 0.0  # k3 KL to the start-of-run weights (engine knob, off by default)
     clip_eps: float = 0.2  # PPO ratio clip (one update per batch: ratio is 1, clip inactive)
 
@@ -180,8 +186,9 @@ def _env_blocks(envs: list[dict] | None, where: str) -> list[EnvBlock]:
 
 
 def resolve(cfg: dict) -> EngineConfig:
-    """Validate `cfg` (prime-rl's rules) and map it onto EngineConfig; ConfigError names the key."""
-    validate_config(cfg)
+    """Validate `cfg` (prime-rl's rules, seed keys: `engine_view` gives a v0.8 config in them) and map it
+    onto EngineConfig; ConfigError names the key."""
+    SEED.validate_config(cfg)
     if get_path(cfg, "output_dir") is None:
         raise ConfigError(f"{CONFIG_ERROR}: no output directory; pass --output-dir D")
     max_steps = _int(cfg, "max_steps", get_path(cfg, "trainer.max_steps", get_path(cfg, "orchestrator.max_steps")))
@@ -275,55 +282,47 @@ def _in_range(e: EngineConfig) -> EngineConfig:
 
 # ---------------------------------------------------------------- the v0.8 dialect
 
-# prime-rl >= 0.8 keys the engine honours, and where the seed-shaped view keeps them.
-V08_MOVES = {
-    "orchestrator.group_size": "orchestrator.rollouts_per_example",
-    "orchestrator.eval.group_size": "orchestrator.eval.rollouts_per_example",
-    "clean": "clean_output_dir",
-    "inference.vllm.seed": "orchestrator.seed",
-}
 
+def engine_view(cfg: dict, dialect) -> dict:
+    """A validated config of `dialect` as the seed-shaped dict `resolve` maps (same meaning).
 
-def engine_view(cfg: dict) -> dict:
-    """A validated prime-rl >= 0.8 config as the seed-shaped dict `resolve` maps (same meaning).
-
-    Sources become env blocks (id = env.taskset.id, args = the taskset's other fields), group_size
-    becomes rollouts_per_example, [resume] step becomes ckpt.resume_step (a bare [resume] is -1,
-    the latest), eval.skip_first_step becomes eval_base_model = false, inference.vllm.seed becomes
-    orchestrator.seed. Keys the engine does not use in either dialect ([monitors], [run], env
-    agent/serve blocks) are dropped; `output_dir` is already the run dir (parse_rl_argv).
+    A seed-dialect config is already that. A prime-rl >= 0.8 one is read through the dialect's
+    rename map (`stack.dialects.RENAMES`): every renamed key the engine honours moves back to its
+    seed path (group_size -> rollouts_per_example, resume.step -> ckpt.resume_step, clean ->
+    clean_output_dir, inference.vllm.seed -> orchestrator.seed; skip_first_step becomes
+    eval_base_model, inverted); sources become env blocks (id = env.taskset.id, args = the
+    taskset's other fields); a bare [resume] is resume_step -1 (the latest). Keys the engine does
+    not use in either dialect ([monitors], [run], env agent/serve blocks) are dropped;
+    `output_dir` is already the run dir (parse_rl_argv).
     """
-    import copy
-
+    if not dialect.spells_v08:
+        return cfg
     src = copy.deepcopy(cfg)
-    out: dict[str, Any] = {}
-    for key in ("max_steps", "seq_len", "output_dir", "model", "trainer", "log", "dry_run"):
-        if key in src:
-            out[key] = src[key]
+    out: dict[str, Any] = {k: src[k] for k in ("max_steps", "seq_len", "output_dir", "model", "trainer", "log", "dry_run") if k in src}
     orch = {k: v for k, v in (src.get("orchestrator") or {}).items() if k in ("batch_size", "renderer", "log")}
     out["orchestrator"] = orch
-    for old, new in V08_MOVES.items():
-        if (v := get_path(src, old)) is not None:
-            _set(out, new, v)
     if isinstance(src.get("ckpt"), dict) or isinstance(src.get("resume"), dict):
         out["ckpt"] = dict(src.get("ckpt") or {})
         if isinstance(src.get("resume"), dict):
-            out["ckpt"]["resume_step"] = int(src["resume"].get("step") or -1)
+            out["ckpt"]["resume_step"] = -1  # replaced below when [resume] names a step
     for group in ("train", "eval"):
         table = get_path(src, f"orchestrator.{group}")
-        if not isinstance(table, dict):
-            continue
-        view = {k: v for k, v in table.items() if k in ("sampling", "interval", "num_examples")}
-        view["env"] = [_env_block(s) for s in table.get("source") or []]
-        if group == "eval" and table.get("skip_first_step") is not None:
-            view["eval_base_model"] = not is_true(table["skip_first_step"])
-        orch.setdefault(group, {}).update(view)
+        if isinstance(table, dict):
+            orch[group] = {k: v for k, v in table.items() if k in ("sampling", "interval", "num_examples")}
+            orch[group]["env"] = [_env_block(s) for s in table.get("source") or []]
+    for r in dialect.renames:
+        value = get_path(src, r.v08) if r.seed in HONOURED and r.v08 else None
+        if value is not None and r.kind == "move":
+            set_path(out, r.seed, value)
+        elif value is not None and r.kind == "invert":
+            set_path(out, r.seed, not is_true(value))
     if isinstance(src.get("inference"), dict):
         out.setdefault("inference", {})
     return out
 
 
 def _env_block(source: dict) -> dict:
+    """A v0.8 source as the seed env block `stack.dialects.source` would have made it from."""
     taskset = dict(get_path(source, "env.taskset") or {})
     block: dict[str, Any] = {"id": taskset.pop("id", "")}
     if taskset:
@@ -332,14 +331,6 @@ def _env_block(source: dict) -> dict:
         if source.get(key) is not None:
             block[new] = source[key]
     return block
-
-
-def _set(out: dict, path: str, value: Any) -> None:
-    node = out
-    *parents, leaf = path.split(".")
-    for p in parents:
-        node = node.setdefault(p, {})
-    node[leaf] = value
 
 
 def resolved_tomls(cfg: dict) -> dict[str, dict]:

@@ -21,7 +21,7 @@ import torch
 
 from ..errors import ConfigError
 from ..rundir import atomic_write_text
-from ..stack.prime_rl import CONFIG_ERROR
+from ..stack.toml_paths import CONFIG_ERROR
 from ..student_limits import BUDGET_FILE
 from .checkpoint import (Layout, check_output_dir, load_orchestrator, load_trainer, prune, prune_broadcasts,
                          save_broadcast, save_orchestrator, save_trainer, save_weights, write_jsonl)
@@ -63,17 +63,17 @@ def source_cursors(seed: int, train: list[EnvSpec]) -> dict[str, Cursor]:
     return {s.name: Cursor(len(s.rows), f"{seed}:source{i}") for i, s in enumerate(train)}
 
 
-def _load_specs(blocks, split: str, cache: dict, tok, n_eval_default: int = -1, layout: str = "seed") -> list[EnvSpec]:
-    """Load each env block: a classic env (seed layout) picks its own train/eval split; a v1 source
-    (prime-rl >= 0.8 layout) is a Taskset whose config already picks its rows."""
+def _load_specs(blocks, split: str, cache: dict, tok, n_eval_default: int = -1, tasksets: bool = False) -> list[EnvSpec]:
+    """Load each env block: a classic env (seed dialect) picks its own train/eval split; a v1 source
+    (prime-rl >= 0.8, `tasksets`) is a Taskset whose config already picks its rows."""
     specs = []
     for b in blocks:
         key = (b.id, repr(sorted(b.args.items())))
         if key not in cache:
-            cache[key] = load_taskset(b.id, b.args) if layout == "v1" else load_env(b.id, b.args)
+            cache[key] = load_taskset(b.id, b.args) if tasksets else load_env(b.id, b.args)
         env = cache[key]
         n = (b.num_examples if b.num_examples is not None else n_eval_default) if split == "eval" else -1
-        rows = taskset_rows(env, n) if layout == "v1" else split_rows(env, split, n)
+        rows = taskset_rows(env, n) if tasksets else split_rows(env, split, n)
         specs.append(EnvSpec(id=b.id, name=b.name, args=b.args, ratio=b.ratio, env=env, rows=rows,
                              num_examples=b.num_examples, rollouts_per_example=b.rollouts_per_example))
         check_encodable(tok, specs[-1], split)
@@ -167,8 +167,8 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
     tlog.info(f"Loaded model {cfg.model_name} from {model_dir} ({n_params / 1e6:.2f}M parameters)")
 
     env_cache: dict = {}
-    train = _load_specs(cfg.train_envs, "train", env_cache, tok, layout=cfg.layout)
-    evals = _load_specs(cfg.eval.envs, "eval", env_cache, tok, cfg.eval.num_examples, cfg.layout) if cfg.eval else []
+    train = _load_specs(cfg.train_envs, "train", env_cache, tok, tasksets=cfg.tasksets)
+    evals = _load_specs(cfg.eval.envs, "eval", env_cache, tok, cfg.eval.num_examples, cfg.tasksets) if cfg.eval else []
     ratios = [s.ratio if s.ratio is not None else 1.0 for s in train]
     context = getattr(model.config, "max_position_embeddings", None)
     train_budget = _max_tokens(cfg.max_tokens, cfg.seq_len, context, tok, train,
@@ -213,12 +213,12 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
             mean = sum(r["reward"] for r in recs) / max(1, len(recs))
             olog.info(f"Evaluated {s.name} at step {n} | Avg@{rpe}: {mean:.4f} | Examples: {len(s.rows)} | "
                       f"Time: {time.time() - t0:.2f}s")
-            if lay.kind == "v1":  # eval effective = the rollouts that did not error
+            if lay.layout.traces:  # eval effective = the rollouts that did not error
                 a, e = episode_rows(recs, "eval", n, rpe, [True] * len(recs))
                 episodes, effective = episodes + a, effective + e
             else:
                 rows += [strip_private(r) for r in recs]
-        if lay.kind == "v1":
+        if lay.layout.traces:
             write_episodes(lay.rollouts(n), "eval", episodes, effective)
         else:
             write_jsonl(lay.eval_file(n), rows)
@@ -244,7 +244,7 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
         stats = grpo_step(model, opt, records, cfg.rollouts_per_example, pad_id=tok.pad_token_id, max_norm=cfg.max_norm,
                           clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, ref_model=ref_model)
         t_upd = time.time() - t0 - t_gen
-        if lay.kind == "v1":
+        if lay.layout.traces:
             write_episodes(lay.rollouts(step), "train", *episode_rows(
                 records, "train", step, cfg.rollouts_per_example, [bool(r.get("_trained")) for r in records]))
         else:

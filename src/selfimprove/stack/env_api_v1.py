@@ -1,4 +1,4 @@
-"""What the phases ask of a verifiers v1 env: the `env_api` of the v1 dialect (stack/prime_rl_v08.py).
+"""What the phases ask of a verifiers v1 env: the `env_api` of the v1 dialect (stack/dialects.py V1).
 
 The same names as in verifiers_classic (the seed dialect's `env_api`), so no phase branches on
 the version: `describe_env` (introspect), `real_env` (which rows train and evaluate),
