@@ -15,7 +15,8 @@ from selfimprove.errors import PhaseOrderError, SelfImproveError, TeacherActionN
 from selfimprove.models import IterRecord
 from selfimprove.phases import compare as compare_mod
 from selfimprove.phases.arms import seed_offset
-from selfimprove.phases.compare import compare, pick_best, seed_members
+from selfimprove.phases.compare import compare, seed_members
+from selfimprove.phases.phase4_state import pick_best
 from selfimprove.phases.finalize import finalize
 from selfimprove.phases.iterate import iterate
 from selfimprove.phases.run import run_loop
