@@ -7,6 +7,8 @@ env Python and the canonical config iter_0 trained with.
 
 It is frozen: a phase that writes run.json carries the new copy on with
 `ctx.with_cfg(cfg)` (the writer returns it), so no helper acts on a stale copy.
+(A few writers change `ctx.cfg` in place and write it at once, e.g. iterate's
+budget gate; the copy then still matches the file.)
 Only the read-modify-writes that may race another thread of this process
 (compare's arms logging their errors) read run.json afresh, under `rd.updating()`.
 """
@@ -18,7 +20,6 @@ import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from types import ModuleType
 
 from ..errors import ConfigError, RunDirError
 from ..models import HubEnv, RunConfig
@@ -60,7 +61,7 @@ class RunContext:
         return dataclasses.replace(self, cfg=cfg)
 
     @property
-    def dialect(self) -> ModuleType:
+    def dialect(self):  # what stack.dialects.dialect_for returns
         """The run's prime-rl / verifiers dialect (run.json `stack`)."""
         return dialect_for(self.cfg)
 
