@@ -19,8 +19,7 @@ from test_finalize_seeds import make_run
 from test_r3_state import ARMS_1, phase4_ready
 
 
-@pytest.fixture
-def run_json_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+def count_run_json_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     """Every RunDir.read_run call from now on, by run dir."""
     reads: list[Path] = []
     real = RunDir.read_run
@@ -31,6 +30,11 @@ def run_json_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
     monkeypatch.setattr(RunDir, "read_run", counted)
     return reads
+
+
+@pytest.fixture
+def run_json_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    return count_run_json_reads(monkeypatch)
 
 
 def test_status_reads_run_json_once(tmp_path: Path, run_json_reads: list[Path]) -> None:
