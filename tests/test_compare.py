@@ -15,7 +15,8 @@ from selfimprove.errors import PhaseOrderError, SelfImproveError, TeacherActionN
 from selfimprove.models import IterRecord
 from selfimprove.phases import compare as compare_mod
 from selfimprove.phases.arms import seed_offset
-from selfimprove.phases.compare import compare, pick_best, seed_members
+from selfimprove.phases.compare import compare, seed_members
+from selfimprove.phases.phase4_state import pick_best
 from selfimprove.phases.finalize import finalize
 from selfimprove.phases.iterate import iterate
 from selfimprove.phases.run import run_loop
@@ -25,6 +26,7 @@ from selfimprove.stack import prime_rl_keys, toml_paths
 from selfimprove.stack.dialects import SEED
 
 from loop_helpers import tree_digest, write_teacher_files
+from test_run_context import count_run_json_reads
 
 CANARY = "CANARY-7f3a-SEALED-EVAL"
 
@@ -60,7 +62,11 @@ def test_compare_runs_three_arms_then_finalize_table(run: RunDir, monkeypatch: p
     monkeypatch.setenv("FAKE_RL_CANARY", CANARY)
     finish_phase3(run)
     assert run_status(run)["next"].startswith("selfimprove compare")
+    reads = count_run_json_reads(monkeypatch)
     result = compare(run, quiet=True)
+    # run.json is read for the order check before the lock, for the context under it, and once per trained
+    # arm, whose error is cleared read-modify-write beside the other arms' threads (45 reads before issue 25)
+    assert len(reads) == 2 + 3
     assert run_status(run)["next"].startswith("selfimprove finalize")
     assert result["errors"] == {} and set(result["arms"]) == {"run_a", "run_b", "run_c"}
     best = json.loads(run.best_iter_json.read_text())

@@ -23,6 +23,7 @@ from selfimprove.gates import check_dataset, eval_ngram_index, load_dataset_json
 from selfimprove.gates.decontam import drop_eval_overlap
 from selfimprove.gates.dedup import find_eval_overlap
 from selfimprove.phases import iteration_steps
+from selfimprove.phases.context import RunContext
 from selfimprove.phases.iterate import iterate
 from selfimprove.rundir import RunDir
 
@@ -189,7 +190,7 @@ def test_too_few_rows_after_the_drop_fail_the_gate_with_the_count(run: RunDir) -
 def test_a_clean_dataset_is_kept_as_the_generator_wrote_it(run: RunDir, tmp_path: Path) -> None:
     it = _teacher_turn(run, [])
     generated = _generator_output(it, tmp_path)
-    rec = iteration_steps.generate(run, run.iter(1), timeout=300)
+    rec = iteration_steps.generate(RunContext.load(run), run.iter(1), timeout=300)
     assert (rec["rows_generated"], rec["rows_dropped_eval_overlap"], rec["rows"]) == (600, 0, 600)
     assert (it / "dataset.jsonl").read_bytes() == generated
 
@@ -211,6 +212,6 @@ def test_a_kill_after_the_drop_regenerates_cleanly(run: RunDir, monkeypatch: pyt
         iterate(run, quiet=True)
     assert not (it / "generate.json").exists() and not iteration_steps.generated_is_current(run.iter(1))
     assert json.loads((it / "dataset.jsonl").read_text().splitlines()[0])  # the kept rows were written
-    rec = iteration_steps.generate(run, run.iter(1), timeout=300)
+    rec = iteration_steps.generate(RunContext.load(run), run.iter(1), timeout=300)
     assert (rec["rows_generated"], rec["rows_dropped_eval_overlap"], rec["rows"]) == (605, 5, 600)
     assert iteration_steps.generated_is_current(run.iter(1))

@@ -29,6 +29,7 @@ from gate_fixtures import make_rows, sub_label, valid_report
 from selfimprove.gates import CustomReward, lint_reward_functions
 from selfimprove.gates.roundtrip import check_round_trip
 from selfimprove.phases import iteration_steps
+from selfimprove.phases.context import RunContext
 from selfimprove.rundir import RunDir
 from selfimprove.stack import verifiers_classic
 from selfimprove.stack.env_package import installed_provenance
@@ -145,7 +146,7 @@ def test_every_env_step_runs_in_the_env_interpreter(cli, runs_dir: Path, tmp_pat
     it.dir.mkdir(parents=True)
     rows = make_rows()[:20]
     (it.dir / "gen_dataset.py").write_text(GENERATOR.format(rows=repr(rows)))
-    iteration_steps.generate(rd, it, timeout=300, python=run["env_python"])
+    iteration_steps.generate(RunContext.load(rd), it, timeout=300, python=run["env_python"])
     ran_in = json.loads((it.dir / "ran_in.json").read_text())
     assert ran_in == {"prefix": other_prefix, "verifiers": OTHER_VERIFIERS}
 
@@ -164,12 +165,12 @@ def test_every_env_step_runs_in_the_env_interpreter(cli, runs_dir: Path, tmp_pat
     assert marker.read_text() == other_prefix
 
     # decontamination: the eval questions' n-gram index, built by the env interpreter's probe
-    index = iteration_steps.eval_index(rd)
+    index = iteration_steps.eval_index(RunContext.load(rd))
     assert (rd.root / "eval_ngrams.json").is_file() and index.to_json()
 
     # the generated package: built, installed into the env interpreter and verified there only
     name = iteration_steps.package_name_for(rd.read_run(), "iter_1")
-    rec = iteration_steps.ensure_package(rd, it, name, None, origin="test: two interpreters")
+    rec = iteration_steps.ensure_package(RunContext.load(rd), it, name, None, origin="test: two interpreters")
     assert rec["python"] == str(env_venv_python) and rec["verifiers_version"] == OTHER_VERIFIERS
     assert rec["site_packages"].startswith(other_prefix)
     assert installed_provenance(name, str(env_venv_python))["found"]

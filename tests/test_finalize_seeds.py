@@ -14,6 +14,7 @@ from rich.console import Console
 
 from selfimprove.models import EvalSummary, ExampleScore, IterRecord, Metrics, Phase4Error, RunConfig
 from selfimprove.phases.arms import seed_offset
+from selfimprove.phases.context import RunContext
 from selfimprove.phases.finalize import finalize
 from selfimprove.phases.verdict import DATA_BEAT, DATA_NOT_BEAT, DATA_UNTESTED
 from selfimprove.report.table import recommendation_line, summary_renderable
@@ -179,11 +180,11 @@ def test_status_waits_for_every_seed_replicate_before_finalize(tmp_path):
     rd = make_run(tmp_path, arms)
     rd.hub_env_json.write_text("{}", encoding="utf-8")
     rd.best_iter_json.write_text(json.dumps({"best_iter": 1}), encoding="utf-8")
-    assert next_step(rd)[1].startswith("selfimprove finalize")
+    assert next_step(RunContext.load(rd))[1].startswith("selfimprove finalize")
     metrics = rd.read_metrics()
     for missing in ("run_a_seed1", "run_c_seed1", "iter_1_seed1"):
         rd.write_metrics(Metrics(iters=[r for r in metrics.iters if r.arm != missing]))
-        assert next_step(rd)[1].startswith("selfimprove compare"), missing
+        assert next_step(RunContext.load(rd))[1].startswith("selfimprove compare"), missing
 
 
 # ---------------------------------------------------------------- issue 23: the table's seeds, the verdict in words

@@ -21,6 +21,7 @@ from selfimprove.errors import TeacherActionNeeded
 from selfimprove.models import HubEnv, RewardFunc
 from selfimprove.phases import holdout
 from selfimprove.phases.analyze import arm_weakness
+from selfimprove.phases.context import RunContext
 from selfimprove.phases.evals import NO_EVAL_SPLIT
 from selfimprove.phases.iterate import iterate
 from selfimprove.rundir import RunDir
@@ -94,7 +95,7 @@ def test_baseline_holds_the_evaluated_rows_out_of_training(env_on_path, fake_eng
         overlay = toml_paths.read_toml(run_dir / "iter_0" / "eval_overlay.toml")
         assert [e["id"] for e in overlay["orchestrator"]["train"]["env"]] == [package]
         assert [e["id"] for e in overlay["orchestrator"]["eval"]["env"]] == [ENV_ID]
-        assert holdout.held_out_train_envs(rd, [{"id": ENV_ID, "ratio": 0.5}, {"id": "other"}]) == [
+        assert holdout.held_out_train_envs(RunContext.load(rd), [{"id": ENV_ID, "ratio": 0.5}, {"id": "other"}]) == [
             {"id": package, "ratio": 0.5}, {"id": "other"}]
         pad = rd.read_scratchpad()
         assert f"on {NO_EVAL_SPLIT}" in pad and "held out of training" in pad
@@ -197,7 +198,7 @@ def test_iteration_results_say_train_no_eval_split(run: RunDir):
     run.write_hub_env(hub)
     run.iter(1).dir.mkdir(parents=True, exist_ok=True)
     run.iter(1).eval_summary.write_bytes(run.iter(0).eval_summary.read_bytes())  # iter_1 scored like iter_0
-    record_iteration(run, 1)
+    record_iteration(RunContext.load(run), 1)
     results = run.read_scratchpad().split("iter_1 results")[-1]
     assert f"examples: {NO_EVAL_SPLIT})" in results and "real eval split" not in results
 

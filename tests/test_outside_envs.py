@@ -18,6 +18,7 @@ import pytest
 import tomli_w
 
 from selfimprove.errors import ConfigError
+from selfimprove.phases.context import RunContext
 from selfimprove.phases.status import run_status
 from test_baseline import hub_env
 from selfimprove.gates.dedup import check_eval_overlap, find_eval_overlap
@@ -99,7 +100,7 @@ def test_no_eval_split_gate_indexes_the_train_rows_that_are_evaluated(text_env, 
     run_dir = new_run("copy", "--hub-id", text_env, "--eval-examples", "5")
     rd = RunDir(run_dir)
     rd.write_hub_env(_hub("Answer inside <answer></answer>.", env_id=text_env))  # as introspect records it
-    index = eval_index(rd)  # loads the env in a fresh interpreter, hashes what it evaluates
+    index = eval_index(RunContext.load(rd))  # loads the env in a fresh interpreter, hashes what it evaluates
     assert (index.source, index.n_questions) == ("train_fallback", 5)
     rows = [{"question": train_question(3)}, {"question": train_question(20)}]  # evaluated; not evaluated
     report = check_eval_overlap(rows, index)
@@ -265,7 +266,7 @@ def test_zero_signal_env_ends_in_the_verdict_not_a_table(new_run, cli, monkeypat
     assert rd.read_run().learning_signal["allowed"] is True
     assert "NOT A RESULT" in res.stdout and "**NOT A RESULT" in rd.scratchpad.read_text()  # the iter_0 entry
     assert run_status(rd)["not_a_result"].startswith("NOT A RESULT")
-    table = build_table(rd)
+    table = build_table(RunContext.load(rd))
     assert table["no_signal"].startswith(NO_SIGNAL_VERDICT)
     assert table["recommendation"]["arm"] is None and "no model recommended" in table["recommendation"]["text"]
 
@@ -296,7 +297,7 @@ def test_run_without_teacher_on_another_env_names_the_teachers(cli, runs_dir):
 
 def test_summary_names_the_split_and_the_accuracy_rule_it_used(run):
     """No eval split: the table's split says so. No is_correct metric: it says eval_acc is reward >= 0.5."""
-    table = build_table(run)
+    table = build_table(RunContext.load(run))
     assert table["rows"][0]["eval_split"] == "eval" and table["accuracy_rule"] is None
     hub = run.read_hub_env()
     hub.eval_size = None
@@ -304,7 +305,7 @@ def test_summary_names_the_split_and_the_accuracy_rule_it_used(run):
     summary = json.loads(run.iter(0).eval_summary.read_text())
     summary["correct_rule"] = "reward >= 0.5"
     run.iter(0).eval_summary.write_text(json.dumps(summary))
-    table = build_table(run)
+    table = build_table(RunContext.load(run))
     assert {r["eval_split"] for r in table["rows"]} == {"train (no eval split)"}
     assert table["accuracy_rule"].startswith("eval_acc = share of eval examples with reward >= 0.5")
 

@@ -19,6 +19,7 @@ from selfimprove.errors import UsageError
 from selfimprove.models import MAX_SEEDS, IterRecord, Metrics
 from selfimprove.phases import bootstrap as bootstrap_mod
 from selfimprove.phases.compare import _reopen_for, compare
+from selfimprove.phases.context import RunContext
 from selfimprove.phases.finalize import finalize
 from selfimprove.phases.iterate import iterate
 from selfimprove.phases.status import next_step, run_status
@@ -71,10 +72,10 @@ def test_more_seeds_after_finalize_replace_the_final_summary(tmp_path: Path, cli
     cfg = rd.read_run()
     cfg.seeds = 2
     rd.write_run(cfg)
-    _reopen_for(rd, [("run_a", 1, "run_a_seed1")])
+    _reopen_for(RunContext.load(rd), [("run_a", 1, "run_a_seed1")])
     cfg = rd.read_run()
     assert cfg.end_ts is None and cfg.status == "max_iters_reached" and cfg.end_reason is None
-    assert next_step(rd)[1] == f"selfimprove compare --run-dir {rd.root} --seeds 2"
+    assert next_step(RunContext.load(rd))[1] == f"selfimprove compare --run-dir {rd.root} --seeds 2"
     for key in ("run_a_seed1", "run_c_seed1", "iter_1_seed1"):
         (rd.root / two.arm(key).dir.name).mkdir()
         os.replace(two.arm(key).eval_summary, rd.arm(key).eval_summary)
@@ -94,7 +95,7 @@ def test_interrupted_seeds_on_a_closed_run_point_at_compare_and_finalize_reopens
     cfg = rd.read_run()
     cfg.seeds = 3
     rd.write_run(cfg)
-    phase, nxt = next_step(rd)
+    phase, nxt = next_step(RunContext.load(rd))
     assert phase == "compare" and nxt == f"selfimprove compare --run-dir {rd.root} --seeds 3"
     res = cli("finalize", "--run-dir", rd.root, "--no-plot")
     assert res.exit_code == 6 and "--seeds 3" in res.stderr

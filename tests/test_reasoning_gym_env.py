@@ -13,6 +13,7 @@ import pytest
 
 from selfimprove.gates.dedup import check_eval_overlap, find_eval_overlap
 from selfimprove.models import HubEnv
+from selfimprove.phases.context import RunContext
 from selfimprove.phases.iteration_steps import eval_index
 from selfimprove.rundir import RunDir
 
@@ -84,7 +85,7 @@ def test_generated_row_equal_to_an_evaluated_row_fails_the_gate(rg_env, new_run)
                             parser_class="XMLParser", rubric_class="Rubric", rubric_funcs=[],
                             system_prompt=rg_env.SYSTEM_PROMPT, answer_format_instruction=None, train_size=300,
                             eval_size=None, train_samples=[]))  # as introspect records it
-    index = eval_index(rd)
+    index = eval_index(RunContext.load(rd))
     assert (index.source, index.n_questions) == ("train_fallback", 12)
     evaluated = rg_env.make_rows(12)
     fresh = [r for r in rg_env.make_rows(30, seed=1000) if r["question"] not in {e["question"] for e in evaluated}]

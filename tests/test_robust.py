@@ -17,6 +17,8 @@ import pytest
 from selfimprove.errors import GateFailed, TeacherActionNeeded, TeacherError
 from selfimprove.engines import generator as generator_mod
 from selfimprove.phases import iteration_steps
+from selfimprove.models import RunConfig
+from selfimprove.phases.context import RunContext
 from selfimprove.rundir import ArmDir, RunDir
 
 from loop_helpers import write_teacher_files
@@ -270,6 +272,14 @@ def test_gen_timeout_must_be_positive(new_run, cli) -> None:
         assert "--gen-timeout" in err and "> 0" in err
 
 
+def _context_without_env(root: Path) -> RunContext:
+    """A run dir with only run.json: enough for a step that stops before it needs the env."""
+    rd = RunDir(root)
+    rd.write_run(RunConfig(dataset="d", hub_id="owner/d", model="m", start_ts=0.0, budget_seconds=60, max_iters=2,
+                           batch_size=8))
+    return RunContext.load(rd)
+
+
 def test_timed_out_generator_and_its_children_are_killed_and_gen_log_capped(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     it = ArmDir(tmp_path, "iter_1")
@@ -285,7 +295,7 @@ def test_timed_out_generator_and_its_children_are_killed_and_gen_log_capped(tmp_
     monkeypatch.setattr(generator_mod, "GEN_LOG_CAP_BYTES", 100_000)
     started = time.monotonic()
     with pytest.raises(TeacherActionNeeded, match="still running after 2 s"):
-        iteration_steps.generate(RunDir(tmp_path), it, timeout=2)
+        iteration_steps.generate(_context_without_env(tmp_path), it, timeout=2)
     assert time.monotonic() - started < 15
     child = int(pid_file.read_text())
     deadline = time.monotonic() + 5

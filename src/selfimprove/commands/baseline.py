@@ -64,6 +64,6 @@ def command(
     out.print(f"checkpoint: {s.checkpoint or 'none'}", markup=False)
     if s.dropped_lines:
         out.print(f"note: {s.dropped_lines} torn eval line(s) dropped", markup=False)
-    if warning := not_a_result(rd.read_run().learning_signal):
+    if warning := not_a_result(res.learning_signal):
         out.print(warning, markup=False)
     out.print(f"next: selfimprove iterate --run-dir {rd.root}", markup=False)

@@ -43,8 +43,7 @@ def command(
         selfimprove compare --run-dir $RUN_DIR --seeds 3
     """
     check_job_flags(restart, resume, cap_hours)
-    rd = RunDir(run_dir)
-    rd.require().read_run()  # refuse a missing or damaged run.json before the checks below
+    rd = RunDir(run_dir)  # compare() refuses a missing or damaged run.json, naming it, before it writes anything
 
     def on_arm(arm: str, event: str) -> None:
         if not json_:

@@ -1,6 +1,6 @@
 """Decontamination without an oracle: the tool drops generated rows that overlap the evaluated questions.
 
-    dropped = drop_eval_overlap(it_dir / "dataset.jsonl", eval_index(rd))   # in the generate step
+    dropped = drop_eval_overlap(it_dir / "dataset.jsonl", eval_index(ctx))  # in the generate step
 
 Why the tool drops them instead of failing the gate: a gate that names the
 flagged rows is a membership oracle for the sealed eval split. A teacher that

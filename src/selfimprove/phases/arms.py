@@ -18,11 +18,12 @@ from typing import Callable
 
 from ..engines import engine_command
 from ..engines.jobs import JobExpectation, run_training
-from ..errors import ConfigError, SelfImproveError
+from ..errors import SelfImproveError
 from ..models import EvalSummary, RunConfig
 from ..rundir import ArmDir, RunDir
-from ..stack.dialects import SEED, dialect_for
+from ..stack.dialects import SEED
 from ..stack.toml_paths import get_path, set_path
+from .context import RunContext
 from .evals import aggregate_eval, expected_eval_examples
 from .overrides import TEACHER_KEYS, read_overrides  # noqa: F401  (TEACHER_KEYS: re-exported)
 from .staging import is_staged, stage_checkpoints
@@ -32,18 +33,6 @@ def stage(rd: RunDir, arm: ArmDir, step: int) -> None:
     """Stage iter_0's step-`step` trees into `arm` unless they are already there."""
     if not is_staged(arm, step):
         stage_checkpoints(rd.iter(0), arm, step)
-
-def canonical_path(rd: RunDir) -> Path:
-    """The canonical config iter_0 trained with (baseline copies it into iter_0/)."""
-    p = rd.iter(0).dir / "canonical_rl.toml"
-    if not p.is_file():
-        raise ConfigError(f"{p}: missing; iter_0 was not trained by `selfimprove baseline` here. "
-                          "Pass the canonical config with `selfimprove bootstrap --config` and re-run baseline")
-    return p
-
-
-def canonical_config(rd: RunDir) -> dict:
-    return dialect_for(rd.read_run()).read_toml(canonical_path(rd))
 
 
 def teacher_overrides(path: Path | None, dialect=SEED, *, model: str | None = None,
@@ -56,23 +45,22 @@ def _wandb(cfg: RunConfig, name: str) -> dict | None:
     return {"project": cfg.wandb_project, "name": name} if cfg.wandb_project else None
 
 
-def _knobs(rd: RunDir, overrides: dict, seed: int | None = None) -> dict:
+def _knobs(ctx: RunContext, overrides: dict, seed: int | None = None) -> dict:
     """Canonical knobs with the teacher's overrides on top (same keys, same mapping); `seed` (from
     `arm_seed`) replaces the canonical training seed, None keeps it (the iterations)."""
-    dialect = dialect_for(rd.read_run())
-    knobs = {**dialect.canonical_knobs(canonical_config(rd)), **dialect.canonical_knobs(overrides)}
+    knobs = {**ctx.dialect.canonical_knobs(ctx.canonical_config()), **ctx.dialect.canonical_knobs(overrides)}
     if seed is not None:
         knobs["seed"] = seed
     return knobs
 
 
-def canonical_seed(rd: RunDir) -> int:
+def canonical_seed(ctx: RunContext) -> int:
     """The canonical config's training seed (orchestrator.seed), which every iteration trains with.
 
     0 when the canonical config sets none: the iterations then run with the engine's default,
     which is 0 on the CPU engine but not necessarily on another engine.
     """
-    return int(dialect_for(rd.read_run()).canonical_knobs(canonical_config(rd)).get("seed") or 0)
+    return int(ctx.dialect.canonical_knobs(ctx.canonical_config()).get("seed") or 0)
 
 
 # Phase 4 arms whose training seeds `seed_offset` assigns; "best" is the best iteration.
@@ -107,20 +95,19 @@ def seed_offset(arm: str, k: int = 0) -> int:
     raise ValueError(f"unknown arm {arm!r}: one of {', '.join(SEEDED_ARMS)}")
 
 
-def arm_seed(rd: RunDir, arm: str, k: int = 0) -> int:
+def arm_seed(ctx: RunContext, arm: str, k: int = 0) -> int:
     """The training seed of seed member k of `arm` ("best", "run_a", "run_b", "run_c"):
     the canonical seed + `seed_offset(arm, k)`."""
-    return canonical_seed(rd) + seed_offset(arm, k)
+    return canonical_seed(ctx) + seed_offset(arm, k)
 
 
-def recorded_seed(rd: RunDir, key: str) -> int | None:
+def recorded_seed(ctx: RunContext, key: str) -> int | None:
     """The training seed an arm ran with, read from its rl.toml (iter_0: the canonical config it
     trained with). None: no such file, or no seed key in it (the engine's default)."""
-    toml = rd.iter(0).dir / "canonical_rl.toml" if key == "iter_0" else rd.arm(key).rl_toml
+    toml = ctx.rd.iter(0).dir / "canonical_rl.toml" if key == "iter_0" else ctx.rd.arm(key).rl_toml
     if not toml.is_file():
         return None
-    dialect = dialect_for(rd.read_run())
-    return get_path(dialect.read_toml(toml), dialect.training_seed_key())
+    return get_path(ctx.dialect.read_toml(toml), ctx.dialect.training_seed_key())
 
 
 def with_seed(config: dict, seed: int, seed_key: str = "orchestrator.seed") -> dict:
@@ -129,42 +116,42 @@ def with_seed(config: dict, seed: int, seed_key: str = "orchestrator.seed") -> d
     return config
 
 
-def _eval_like_iter0(rd: RunDir, config: dict) -> dict:
+def _eval_like_iter0(ctx: RunContext, config: dict) -> dict:
     """Every arm is evaluated with iter_0's eval sampling (e.g. greedy): the canonical
     config's [orchestrator.eval.sampling] under the arm's own (which only sets the token cap,
     the same value iter_0's overlay set). Otherwise eval numbers would not be comparable."""
-    canonical_sampling = get_path(canonical_config(rd), "orchestrator.eval.sampling") or {}
+    canonical_sampling = get_path(ctx.canonical_config(), "orchestrator.eval.sampling") or {}
     evals = config.setdefault("orchestrator", {}).setdefault("eval", {})
     evals["sampling"] = {**canonical_sampling, **evals.get("sampling", {})}
     return config
 
 
-def resumed_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], resume_step: int, num_examples: int,
+def resumed_arm_config(ctx: RunContext, *, train_envs: list[dict], resume_step: int, num_examples: int,
                        wandb_name: str, overrides: dict | None = None, seed: int | None = None) -> dict:
-    hub = rd.read_hub_env()
-    eval_id, eval_args = dialect_for(cfg).env_api.real_env(hub, "eval")
-    return _eval_like_iter0(rd, dialect_for(cfg).resume_config(
+    cfg = ctx.cfg
+    eval_id, eval_args = ctx.dialect.env_api.real_env(ctx.required_hub(), "eval")
+    return _eval_like_iter0(ctx, ctx.dialect.resume_config(
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
         eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
-        **_knobs(rd, overrides or {}, seed),
+        **_knobs(ctx, overrides or {}, seed),
     ))
 
 
-def fresh_arm_config(rd: RunDir, cfg: RunConfig, *, train_envs: list[dict], num_examples: int, wandb_name: str,
+def fresh_arm_config(ctx: RunContext, *, train_envs: list[dict], num_examples: int, wandb_name: str,
                      seed: int | None = None) -> dict:
-    hub = rd.read_hub_env()
-    eval_id, eval_args = dialect_for(cfg).env_api.real_env(hub, "eval")
-    return _eval_like_iter0(rd, dialect_for(cfg).fresh_config(
+    cfg = ctx.cfg
+    eval_id, eval_args = ctx.dialect.env_api.real_env(ctx.required_hub(), "eval")
+    return _eval_like_iter0(ctx, ctx.dialect.fresh_config(
         model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
         eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
-        **_knobs(rd, {}, seed),
+        **_knobs(ctx, {}, seed),
     ))
 
 
 def train_arm(
-    rd: RunDir, cfg: RunConfig, arm: ArmDir, config: dict, *, record_name: str, num_examples: int,
+    ctx: RunContext, arm: ArmDir, config: dict, *, record_name: str, num_examples: int,
     rows: int | None, restart: bool = False, resume: bool = False, quiet: bool = False,
     cap_hours: float | None = None, before_launch: Callable[[], None] | None = None,
 ) -> EvalSummary:
@@ -174,33 +161,32 @@ def train_arm(
     trees there, because --restart moves the whole prime_out aside.
     """
     max_steps = int(config["max_steps"])
-    dialect = dialect_for(cfg)
-    dialect.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
-    cmd = engine_command(cfg) + dialect.rl_command_args([arm.rl_toml], {}, arm.prime_out)
+    ctx.dialect.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
+    cmd = engine_command(ctx.cfg) + ctx.dialect.rl_command_args([arm.rl_toml], {}, arm.prime_out)
     expect = JobExpectation(max_steps=max_steps, num_examples=num_examples, cap_hours=cap_hours)
     run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch)
-    return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=rd, key=record_name, rows=rows)
+    return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=ctx.rd, key=record_name, rows=rows)
 
 
-def train_resumed_arm(rd: RunDir, cfg: RunConfig, arm: ArmDir, *, train_envs: list[dict], resume_step: int,
+def train_resumed_arm(ctx: RunContext, arm: ArmDir, *, train_envs: list[dict], resume_step: int,
                       restart: bool, resume: bool, quiet: bool, cap_hours: float | None, wandb_name: str,
                       overrides_file: Path | None, rows: int | None,
                       num_examples: int | None = None, record_name: str | None = None,
                       seed: int | None = None) -> EvalSummary:
     """An arm resumed from iter_0's final checkpoint (iter_N, Run A, Run C); stages it before launch.
     `seed`: the training seed (`arm_seed`); None keeps the canonical one (the iterations)."""
-    n_eval = num_examples or expected_eval_examples(cfg, rd.read_hub_env())  # capped like iter_0's
-    config = resumed_arm_config(rd, cfg, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
+    n_eval = num_examples or expected_eval_examples(ctx.cfg, ctx.required_hub())  # capped like iter_0's
+    config = resumed_arm_config(ctx, train_envs=train_envs, resume_step=resume_step, num_examples=n_eval,
                                 wandb_name=wandb_name,
-                                overrides=teacher_overrides(overrides_file, dialect_for(cfg), model=cfg.model,
-                                                            canonical=canonical_config(rd)),
+                                overrides=teacher_overrides(overrides_file, ctx.dialect, model=ctx.cfg.model,
+                                                            canonical=ctx.canonical_config()),
                                 seed=seed)
-    return train_arm(rd, cfg, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
+    return train_arm(ctx, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
                      rows=rows, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
-                     before_launch=lambda: stage(rd, arm, resume_step))
+                     before_launch=lambda: stage(ctx.rd, arm, resume_step))
 
 
-def retrain_with_seed(rd: RunDir, cfg: RunConfig, src: ArmDir, dst: ArmDir, *, seed: int, record_name: str,
+def retrain_with_seed(ctx: RunContext, src: ArmDir, dst: ArmDir, *, seed: int, record_name: str,
                       rows: int | None, resume_step: int, restart: bool = False, resume: bool = False,
                       quiet: bool = False, cap_hours: float | None = None) -> EvalSummary:
     """Train `src`'s exact rl.toml again in `dst` with only the training seed (and the W&B run name) changed.
@@ -208,7 +194,7 @@ def retrain_with_seed(rd: RunDir, cfg: RunConfig, src: ArmDir, dst: ArmDir, *, s
     For the best iteration's seed replicates: same data, same package, same knobs and teacher
     overrides, same eval examples, from the same iter_0 checkpoint (staged before launch).
     """
-    dialect = dialect_for(cfg)
+    dialect = ctx.dialect
     config = dialect.read_toml(src.rl_toml)
     with_seed(config, seed, dialect.training_seed_key())
     for table in ("wandb", "monitors.wandb"):  # the seed's and main's spelling; a config holds one
@@ -216,7 +202,7 @@ def retrain_with_seed(rd: RunDir, cfg: RunConfig, src: ArmDir, dst: ArmDir, *, s
             get_path(config, table)["name"] = record_name
     evals = dialect.eval_sources(config)
     n_eval = sum(int(e.get("num_examples", 0)) for e in evals) if evals else 0
-    n_eval = n_eval if n_eval > 0 else cfg.eval_examples
-    return train_arm(rd, cfg, dst, config, record_name=record_name, num_examples=n_eval, rows=rows,
+    n_eval = n_eval if n_eval > 0 else ctx.cfg.eval_examples
+    return train_arm(ctx, dst, config, record_name=record_name, num_examples=n_eval, rows=rows,
                      restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
-                     before_launch=lambda: stage(rd, dst, resume_step))
+                     before_launch=lambda: stage(ctx.rd, dst, resume_step))

@@ -30,16 +30,16 @@ from .. import scratchpad
 from ..engines import engine_command
 from ..engines.jobs import JobExpectation, JobResult, run_training
 from ..errors import ConfigError, EvalAggregationError, JobFailed, NoLearningSignal, RunDirError, UsageError
-from ..models import EvalSummary, HubEnv, RunConfig
+from ..models import EvalSummary
 from ..resources import project_configs_dirs
-from ..rundir import ArmDir, RunDir, atomic_write_text, read_model, sorted_steps, write_model
-from ..stack.dialects import dialect_for
+from ..rundir import ArmDir, RunDir, atomic_write_text, sorted_steps, write_model
 from ..stack.toml_paths import get_path
 from ..stats import wilson_interval
 from ..student_limits import check_env_text, answers_over_budget, check_token_budget, completion_budget_cuts, model_context
 from ..ui import console
 from . import holdout
 from .bootstrap import check_init_from, init_from_source
+from .context import RunContext
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, evaluated_split, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
 from .overrides import check_canonical_knobs
@@ -53,6 +53,7 @@ class BaselineResult:
     summary: EvalSummary
     already_done: bool  # eval_summary.json was there before this call
     job: JobResult | None = None  # None for --init-from and for an already finished phase
+    learning_signal: dict | None = None  # run.json learning_signal as the phase left it
 
 
 def _note(quiet: bool, msg: str) -> None:
@@ -75,37 +76,39 @@ def run_baseline(rd: RunDir, *, restart: bool = False, resume: bool = False, con
     rd.require()
     if cap_hours is not None and cap_hours <= 0:
         raise UsageError(f"--cap-hours {cap_hours}: must be > 0")
-    require_phase_order(rd, "baseline")
+    require_phase_order(RunContext.load(rd), "baseline")
     with rd.lock("baseline"):
-        cfg = rd.read_run()
+        ctx = RunContext.load(rd)
         arm = rd.iter(0)
         summary = _valid_summary(rd, arm)
         already, job = summary is not None, None
         if already and (restart or resume):
             _note(quiet, f"iter_0 is already done ({arm.eval_summary}); --restart/--resume ignored")
-        if summary is None and cfg.init_from:
-            summary = _inherit(rd, arm, cfg, quiet)
+        # each step that writes run.json hands back the context holding what it wrote
+        if summary is None and ctx.cfg.init_from:
+            summary, ctx = _inherit(ctx, arm, quiet)
         elif summary is None:
-            summary, job = _train(rd, arm, cfg, restart=restart, resume=resume, config=config,
-                                  cap_hours=cap_hours, quiet=quiet)
+            summary, job, ctx = _train(ctx, arm, restart=restart, resume=resume, config=config,
+                                       cap_hours=cap_hours, quiet=quiet)
         if summary.source == "trained":
-            check_learning_signal(rd, arm, allow_no_signal, quiet)
-        _bookkeep(rd, arm, cfg, summary)
-        return BaselineResult(summary=summary, already_done=already, job=job)
+            ctx = check_learning_signal(ctx, arm, allow_no_signal, quiet)
+        ctx = _bookkeep(ctx, arm, summary)
+        return BaselineResult(summary=summary, already_done=already, job=job,
+                              learning_signal=ctx.cfg.learning_signal)
 
 
-def check_learning_signal(rd: RunDir, arm: ArmDir, allow: bool, quiet: bool) -> dict:
+def check_learning_signal(ctx: RunContext, arm: ArmDir, allow: bool, quiet: bool) -> RunContext:
     """Record iter_0's learning signal in run.json; stop the run (exit 4) when there is none,
     unless `allow` (then the verdict stays recorded, and finalize prints it instead of a result)."""
-    cfg = rd.read_run()
+    rd, cfg = ctx.rd, ctx.cfg
     signal = cfg.learning_signal or learning_signal(arm)
     if not signal.get("has_signal") and allow and not signal.get("allowed"):
         signal = {**signal, "allowed": True}
     if signal != cfg.learning_signal:
-        cfg.learning_signal = signal
+        cfg = cfg.model_copy(update={"learning_signal": signal})
         rd.write_run(cfg)
     if signal.get("has_signal"):
-        return signal
+        return ctx.with_cfg(cfg)
     evidence = (f"{signal['train_groups_with_spread']}/{signal['train_groups']} prompt groups of train steps "
                 f"{signal['train_steps'] or 'none'} have any reward spread, mean group reward sd "
                 f"{signal.get('train_mean_group_reward_sd')} (near zero below {NEAR_ZERO_GROUP_SD}); step-0 eval reward sd "
@@ -115,7 +118,7 @@ def check_learning_signal(rd: RunDir, arm: ArmDir, allow: bool, quiet: bool) -> 
                                f"to continue anyway: selfimprove baseline --run-dir {rd.root} --allow-no-signal")
     _note(quiet, f"warning: {NO_SIGNAL_VERDICT} ({evidence}); continuing because of --allow-no-signal: "
                  "no result of this run is evidence of learning")
-    return signal
+    return ctx.with_cfg(cfg)
 
 
 def _valid_summary(rd: RunDir, arm: ArmDir) -> EvalSummary | None:
@@ -127,17 +130,17 @@ def _valid_summary(rd: RunDir, arm: ArmDir) -> EvalSummary | None:
         return None  # corrupt: redo the step that writes it
 
 
-def _bookkeep(rd: RunDir, arm: ArmDir, cfg: RunConfig, summary: EvalSummary) -> None:
+def _bookkeep(ctx: RunContext, arm: ArmDir, summary: EvalSummary) -> RunContext:
     """metrics.json, run.json iter_0_*, scratchpad: each written only if missing or different."""
+    rd, cfg = ctx.rd, ctx.cfg
     metrics = rd.read_metrics()
     if metrics.get("iter_0") is None:
         record_summary(rd, summary, key="iter_0")
     inherited = summary.source == "init-from"
     src = "init-from" if inherited else "trained"
     path = str(Path(cfg.init_from) / "prime_out") if inherited and cfg.init_from else rd.rel(arm.prime_out)
-    cfg = rd.read_run()
     if (cfg.iter_0_source, cfg.iter_0_path, cfg.iter_0_step) != (src, path, summary.final_step):
-        cfg.iter_0_source, cfg.iter_0_path, cfg.iter_0_step = src, path, summary.final_step
+        cfg = cfg.model_copy(update={"iter_0_source": src, "iter_0_path": path, "iter_0_step": summary.final_step})
         rd.write_run(cfg)
     text = rd.read_scratchpad()
     if not scratchpad.has_entry(text, "iter_0"):
@@ -145,19 +148,17 @@ def _bookkeep(rd: RunDir, arm: ArmDir, cfg: RunConfig, summary: EvalSummary) -> 
         held = holdout.scratchpad_line(holdout.read_record(rd)) if not inherited else None
         rd.append_scratchpad(scratchpad.render_iter0(summary, trajectory=traj, init_from=cfg.init_from if inherited else None,
                                                      warning=not_a_result(cfg.learning_signal),
-                                                     split=evaluated_split(_hub_env(rd)), notes=(held,) if held else ()))
+                                                     split=evaluated_split(ctx.introspected_hub()),
+                                                     notes=(held,) if held else ()))
+    return ctx.with_cfg(cfg)
 
 
 # ---------------------------------------------------------------- 2B: train iter_0
 
 
-def _hub_env(rd: RunDir) -> HubEnv | None:
-    return read_model(rd.hub_env_json, HubEnv) if rd.hub_env_json.is_file() else None
-
-
-def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, explicit: str | None,
-                   quiet: bool) -> Path:
-    """iter_0/canonical_rl.toml: a verbatim copy of the canonical config, made once.
+def find_canonical(ctx: RunContext, arm: ArmDir, explicit: str | None, quiet: bool) -> tuple[Path, RunContext]:
+    """iter_0/canonical_rl.toml: a verbatim copy of the canonical config, made once; and the context with
+    run.json canonical_config recording where it came from.
 
     Search order: --config, run.json canonical_config, <PRIME_RL_DIR>/configs/<dataset>/rl.toml,
     the project's configs/<dataset>/rl.toml; if none exists, one is generated from hub_env.json.
@@ -165,11 +166,12 @@ def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, 
     it); a --config given on this call replaces a copy whose bytes differ. The origin is
     recorded in run.json canonical_config.
     """
+    rd, cfg, hub = ctx.rd, ctx.cfg, ctx.introspected_hub()
     frozen = arm.dir / CANONICAL_COPY
-    dialect = dialect_for(cfg)
+    dialect = ctx.dialect
     if frozen.is_file() and not explicit:
         _check_canonical(frozen, dialect)
-        return frozen
+        return frozen, ctx
     found, tried = dialect.find_canonical_config(cfg.dataset, explicit or cfg.canonical_config, None,
                                                   project_configs_dirs())
     if found is not None:
@@ -198,10 +200,9 @@ def find_canonical(rd: RunDir, arm: ArmDir, cfg: RunConfig, hub: HubEnv | None, 
         _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} paths); generated {frozen} from hub_env.json")
         origin = str(frozen)
     if cfg.canonical_config != origin:
-        run = rd.read_run()
-        run.canonical_config = origin  # where iter_0's config came from (the copy is what runs)
-        rd.write_run(run)
-    return frozen
+        cfg = cfg.model_copy(update={"canonical_config": origin})  # where iter_0's config came from (the copy is what runs)
+        rd.write_run(cfg)
+    return frozen, ctx.with_cfg(cfg)
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -219,16 +220,16 @@ def _check_canonical(path: Path, dialect) -> list[str]:
     return renamed
 
 
-def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bool, config: str | None,
-           cap_hours: float | None, quiet: bool) -> tuple[EvalSummary, JobResult]:
-    hub = _hub_env(rd)
+def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config: str | None,
+           cap_hours: float | None, quiet: bool) -> tuple[EvalSummary, JobResult, RunContext]:
+    rd, cfg, hub = ctx.rd, ctx.cfg, ctx.introspected_hub()
     steps = cfg.steps_per_run  # max_steps is ABSOLUTE: iter_0 trains steps 1..steps
     n_eval = expected_eval_examples(cfg, hub)
-    dialect = dialect_for(cfg)
+    dialect = ctx.dialect
     eval_id, eval_args = dialect.env_api.real_env(hub, "eval") if hub else (cfg.hub_id, cfg.env_args)
     expect = JobExpectation(max_steps=steps, num_examples=n_eval, cap_hours=cap_hours)
     # Built on every call (cheap, deterministic): identical files when attaching to a live job.
-    canonical_path = find_canonical(rd, arm, cfg, hub, config, quiet)
+    canonical_path, ctx = find_canonical(ctx, arm, config, quiet)
     canonical = dialect.read_toml(canonical_path)
     overlay = dialect.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
     # No eval split: the n_eval train rows that are scored are held out of training (or the run says it is in-sample).
@@ -236,7 +237,7 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
     if held is not None and held["in_sample"]:
         _note_line(quiet, f"iter_0: {holdout.in_sample_line(held)}")
     elif held is not None:
-        overlay = dialect.deep_merge(overlay, holdout.train_envs_overlay(rd, dialect.canonical_train_envs(canonical)))
+        overlay = dialect.deep_merge(overlay, holdout.train_envs_overlay(ctx, dialect.canonical_train_envs(canonical)))
         _note_line(quiet, f"iter_0: the env has no eval split: its first {n_eval} train rows are scored, so they are "
                           f"held out of training ({held['package']}, {held.get('train_rows_left')} train rows left)")
     overrides = dialect.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
@@ -260,9 +261,9 @@ def _train(rd: RunDir, arm: ArmDir, cfg: RunConfig, *, restart: bool, resume: bo
             f"iter_0: the job finished but saved no checkpoint {arm.trainer_ckpt(steps)}; Phase 3 has nothing to "
             f"resume from; check [ckpt] interval in {arm.eval_overlay}, move {arm.prime_out} aside and re-run"
         )
-    with abort_run_on_unparseable_eval(rd, "iter_0"):
+    with abort_run_on_unparseable_eval(ctx, "iter_0"):
         summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
-    return summary, job
+    return summary, job, ctx
 
 
 def note_budget_cuts(arm: ArmDir, quiet: bool) -> list[str]:
@@ -318,7 +319,8 @@ def _prior_metrics(src: Path, step: int) -> dict:
     return (at_step or entries)[-1]
 
 
-def _inherit(rd: RunDir, arm: ArmDir, cfg: RunConfig, quiet: bool) -> EvalSummary:
+def _inherit(ctx: RunContext, arm: ArmDir, quiet: bool) -> tuple[EvalSummary, RunContext]:
+    rd, cfg = ctx.rd, ctx.cfg
     assert cfg.init_from
     final = check_init_from(cfg.init_from)
     src = Path(cfg.init_from).expanduser()
@@ -345,12 +347,13 @@ def _inherit(rd: RunDir, arm: ArmDir, cfg: RunConfig, quiet: bool) -> EvalSummar
         _note(quiet, f"warning: --init-from has no {', '.join(missing)}; Phase 3 cannot resume from it without them")
 
     try:  # iterate/compare build every later arm on iter_0/canonical_rl.toml, inherited or not
-        find_canonical(rd, arm, cfg, _hub_env(rd), None, quiet)
+        _frozen, ctx = find_canonical(ctx, arm, None, quiet)
     except ConfigError as e:
         _note(quiet, f"warning: no canonical config frozen for the inherited iter_0 ({e}); iterate will need one")
     # Runs B and C train on the real env here: without an eval split they need the hold-out too (what the
     # inherited iter_0 trained on is the prior run's business: its own iter_0/heldout.json says)
-    held = holdout.prepare(rd, cfg, _hub_env(rd), expected_eval_examples(cfg, _hub_env(rd)))
+    hub = ctx.introspected_hub()
+    held = holdout.prepare(rd, cfg, hub, expected_eval_examples(cfg, hub))
     if held is not None and held["in_sample"]:
         _note_line(quiet, f"iter_0 (inherited): {holdout.in_sample_line(held)}")
     prior = _prior_metrics(src, final)
@@ -377,4 +380,4 @@ def _inherit(rd: RunDir, arm: ArmDir, cfg: RunConfig, quiet: bool) -> EvalSummar
         per_example=agg.per_example if agg else [],
     )
     write_model(arm.eval_summary, summary)
-    return summary
+    return summary, ctx

@@ -61,11 +61,11 @@ from ..rundir import ArmDir, RunDir, atomic_write_json, seed_key, split_seed_key
 from ..stack.env_package import count_rows
 from ..ui import console
 from . import iteration_steps as steps
+from .arms import arm_seed, fresh_arm_config, recorded_seed, retrain_with_seed, train_arm, train_resumed_arm
+from .context import RunContext
 from .holdout import held_out_train_envs
 from .order import require_phase_order
-from .arms import (arm_seed, canonical_config, fresh_arm_config, recorded_seed, retrain_with_seed, train_arm,
-                   train_resumed_arm)
-from ..stack.dialects import dialect_for
+from .phase4_state import pick_best
 
 # pip installs of the arms' packages into one env Python, one at a time (pip has no lock of its own);
 # also orders Run A's seed members after member 0, which makes the package they share.
@@ -78,17 +78,10 @@ ARM_LABELS = {
 }
 
 
-def pick_best(iters: list[IterRecord]) -> IterRecord | None:
-    """Highest eval_acc among iterations >= 1; ties by eval_reward_mean, then the earlier iteration."""
-    candidates = [r for r in iters if r.iter is not None and r.iter >= 1]
-    if not candidates:
-        return None
-    return min(candidates, key=lambda r: (-r.eval_acc, -r.eval_reward_mean, r.iter))
-
-
-def write_best_iter(rd: RunDir, best: IterRecord) -> dict:
+def write_best_iter(ctx: RunContext, best: IterRecord) -> dict:
+    rd = ctx.rd
     it = rd.iter(best.iter)
-    pkg = steps.package_name_for(rd.read_run(), f"iter_{best.iter}")
+    pkg = steps.package_name_for(ctx.cfg, f"iter_{best.iter}")
     record = {
         "best_iter": best.iter,
         "eval_acc": best.eval_acc,
@@ -107,7 +100,7 @@ def write_best_iter(rd: RunDir, best: IterRecord) -> dict:
 
 def _log_arm_error(rd: RunDir, arm: str, error: str) -> None:
     with rd.updating():
-        cfg = rd.read_run()
+        cfg = rd.read_run()  # afresh, not the context's: arms training at once log theirs in turn
         kept = [e for e in cfg.phase4_errors if e.arm != arm]
         cfg.phase4_errors = kept + [Phase4Error(arm=arm, error=error, ts=time.time())]
         rd.write_run(cfg)
@@ -115,25 +108,25 @@ def _log_arm_error(rd: RunDir, arm: str, error: str) -> None:
 
 def _clear_arm_error(rd: RunDir, arm: str) -> None:
     with rd.updating():
-        cfg = rd.read_run()
+        cfg = rd.read_run()  # afresh: see _log_arm_error
         if any(e.arm == arm for e in cfg.phase4_errors):
             cfg.phase4_errors = [e for e in cfg.phase4_errors if e.arm != arm]
             rd.write_run(cfg)
 
 
-def _package_best(rd: RunDir, arm_key: str, best_iter: int) -> tuple[str, int]:
+def _package_best(ctx: RunContext, arm_key: str, best_iter: int) -> tuple[str, int]:
     """Copy the best dataset into the arm dir and install it under <dataset>_<arm>."""
-    cfg = rd.read_run()
+    rd = ctx.rd
     arm = rd.control(arm_key)
     src_it = rd.iter(best_iter)
     arm.dir.mkdir(parents=True, exist_ok=True)
     dataset = arm.dir / "dataset.jsonl"
-    name = steps.package_name_for(cfg, arm_key)
+    name = steps.package_name_for(ctx.cfg, arm_key)
     with _PACKAGING:
         if not dataset.is_file():
             shutil.copy2(src_it.dir / "dataset.jsonl", dataset)
         # Packages it if needed, and checks the installed copy is this run's before the arm trains.
-        steps.ensure_package(rd, arm, name, _best_report(src_it), origin=f"{arm_key}: best dataset of iter_{best_iter}",
+        steps.ensure_package(ctx, arm, name, _best_report(src_it), origin=f"{arm_key}: best dataset of iter_{best_iter}",
                              dataset=dataset, rewards_dir=src_it.dir, note=_print)
     return name, count_rows(dataset)
 
@@ -148,58 +141,59 @@ def _print(message: str) -> None:
     console.print(message, highlight=False)
 
 
-def _retrain_best(rd: RunDir, best_iter: int, k: int, **job: Any) -> None:
-    """Seed member k >= 1 of the best iteration: iter_N's exact config with seed `arm_seed(rd, "best", k)`."""
+def _retrain_best(ctx: RunContext, best_iter: int, k: int, **job: Any) -> None:
+    """Seed member k >= 1 of the best iteration: iter_N's exact config with seed `arm_seed(ctx, "best", k)`."""
+    rd = ctx.rd
     src = rd.iter(best_iter)
-    name = steps.package_name_for(rd.read_run(), src.name)
+    name = steps.package_name_for(ctx.cfg, src.name)
     if not steps.package_is_current(src, name):
         raise SelfImproveError(f"{src.dir / 'package.json'}: missing or made from another dataset.jsonl; "
                                f"the best iteration's package cannot be reused for its seed replicates")
     with _PACKAGING:
-        steps.ensure_package(rd, src, name, _best_report(src), origin=f"iteration {best_iter}", note=_print)
+        steps.ensure_package(ctx, src, name, _best_report(src), origin=f"iteration {best_iter}", note=_print)
     key = seed_key(src.name, k)
     record = rd.read_metrics().get(src.name)
-    retrain_with_seed(rd, rd.read_run(), src, rd.arm(key), seed=arm_seed(rd, "best", k), record_name=key,
+    retrain_with_seed(ctx, src, rd.arm(key), seed=arm_seed(ctx, "best", k), record_name=key,
                       rows=record.rows if record else None, resume_step=steps.iter0_final_step(rd), **job)
 
 
-def run_arm(rd: RunDir, arm_key: str, best_iter: int, n_eval: int, seed_index: int = 0, **job: Any) -> IterRecord:
+def run_arm(ctx: RunContext, arm_key: str, best_iter: int, n_eval: int, seed_index: int = 0, **job: Any) -> IterRecord:
     """Train seed member `seed_index` of `arm_key` ("best", "run_a", "run_b", "run_c"); returns its record."""
+    rd = ctx.rd
     key = seed_key(f"iter_{best_iter}" if arm_key == "best" else arm_key, seed_index)
     if arm_key == "best":
         if seed_index < 1:
             raise SelfImproveError(f"iter_{best_iter} is the best iteration's own run (seed member 0); nothing to train")
-        _retrain_best(rd, best_iter, seed_index, **job)
+        _retrain_best(ctx, best_iter, seed_index, **job)
         return rd.read_metrics().get(key)
     if arm_key == "run_b" and seed_index:
         raise SelfImproveError("run_b trains from the base model with one seed only")
-    cfg = rd.read_run()
     arm = rd.control(arm_key, seed_index)
     arm.dir.mkdir(parents=True, exist_ok=True)
     f = steps.iter0_final_step(rd)
     # the real env's blocks point at the hold-out wrapper when the env has no eval split (phases/holdout.py)
-    real_envs = held_out_train_envs(rd, dialect_for(cfg).canonical_train_envs(canonical_config(rd)))
+    real_envs = held_out_train_envs(ctx, ctx.dialect.canonical_train_envs(ctx.canonical_config()))
     # Runs A and C replay the best iteration's overrides.toml (the teacher's knobs) and share their seeds
     # (arm_seed, none of them the best iteration's): Run A repeats the best iteration with other seeds, and
     # Run A vs Run C differs by the training data only.
     best_overrides = rd.iter(best_iter).dir / "overrides.toml"
     if arm_key == "run_a":
-        name, rows = _package_best(rd, arm_key, best_iter)  # one package, in member 0's dir, for every seed
-        train_resumed_arm(rd, cfg, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=key,
+        name, rows = _package_best(ctx, arm_key, best_iter)  # one package, in member 0's dir, for every seed
+        train_resumed_arm(ctx, arm, train_envs=[{"id": name}], resume_step=f, wandb_name=key,
                           overrides_file=best_overrides, rows=rows, num_examples=n_eval, record_name=key,
-                          seed=arm_seed(rd, "run_a", seed_index), **job)
+                          seed=arm_seed(ctx, "run_a", seed_index), **job)
     elif arm_key == "run_b":
-        name, rows = _package_best(rd, arm_key, best_iter)
+        name, rows = _package_best(ctx, arm_key, best_iter)
         envs = [*real_envs, {"id": name}]
         if all("ratio" in e for e in real_envs):  # prime-rl: ratio on all blocks or none
             envs[-1]["ratio"] = sum(e["ratio"] for e in real_envs) / len(real_envs)
-        config = fresh_arm_config(rd, cfg, train_envs=envs, num_examples=n_eval, wandb_name=arm_key,
-                                  seed=arm_seed(rd, "run_b"))
-        train_arm(rd, cfg, arm, config, record_name=arm_key, num_examples=n_eval, rows=rows, **job)
+        config = fresh_arm_config(ctx, train_envs=envs, num_examples=n_eval, wandb_name=arm_key,
+                                  seed=arm_seed(ctx, "run_b"))
+        train_arm(ctx, arm, config, record_name=arm_key, num_examples=n_eval, rows=rows, **job)
     elif arm_key == "run_c":
-        train_resumed_arm(rd, cfg, arm, train_envs=real_envs, resume_step=f, wandb_name=key,
+        train_resumed_arm(ctx, arm, train_envs=real_envs, resume_step=f, wandb_name=key,
                           overrides_file=best_overrides, rows=None, num_examples=n_eval, record_name=key,
-                          seed=arm_seed(rd, "run_c", seed_index), **job)
+                          seed=arm_seed(ctx, "run_c", seed_index), **job)
     else:
         raise SelfImproveError(f"unknown arm {arm_key}")
     return rd.read_metrics().get(key)
@@ -220,12 +214,13 @@ def seed_members(metrics: Metrics, arm: str) -> list[IterRecord]:
     return [r for _, r in sorted(found, key=lambda kr: kr[0])]
 
 
-def _stamp_seed(rd: RunDir, key: str) -> None:
+def _stamp_seed(ctx: RunContext, key: str) -> None:
     """Record in metrics.json which training seed `key` ran with (read from its rl.toml) and, for a
     replicate, which arm it repeats. Idempotent, keeps the records' order; repairs a record left
     unstamped by a kill between its eval and this call."""
     base, k = split_seed_key(key)
-    fields = {"seed": recorded_seed(rd, key), "replicate_of": base if k else None}
+    rd = ctx.rd
+    fields = {"seed": recorded_seed(ctx, key), "replicate_of": base if k else None}
     with rd.updating():
         metrics = rd.read_metrics()
         rec = metrics.get(key)
@@ -235,16 +230,16 @@ def _stamp_seed(rd: RunDir, key: str) -> None:
         rd.write_metrics(metrics)
 
 
-def _record_seeds(rd: RunDir, seeds: int | None) -> int:
-    """Write --seeds into run.json (when given) and return the run's number of training seeds."""
-    cfg = rd.read_run()
+def _record_seeds(ctx: RunContext, seeds: int | None) -> RunContext:
+    """Write --seeds into run.json (when given); the context then holds the run's number of training seeds."""
     if seeds is None:
-        return cfg.seeds
+        return ctx
     check_seeds(seeds)
-    if cfg.seeds != seeds:
-        cfg.seeds = seeds
-        rd.write_run(cfg)
-    return seeds
+    if ctx.cfg.seeds == seeds:
+        return ctx
+    cfg = ctx.cfg.model_copy(update={"seeds": seeds})
+    ctx.rd.write_run(cfg)
+    return ctx.with_cfg(cfg)
 
 
 def check_seeds(seeds: int | None) -> None:
@@ -259,21 +254,23 @@ def check_parallel(parallel: int | None) -> None:
         raise UsageError(f"--parallel {parallel}: must be between 1 and {MAX_PARALLEL} (1 = one arm after another)")
 
 
-def _reopen_for(rd: RunDir, units: list[tuple[str, int, str]]) -> None:
+def _reopen_for(ctx: RunContext, units: list[tuple[str, int, str]]) -> RunContext:
     """A finalized run that gets new Phase 4 arms (compare --seeds N after finalize) is open again until the
     next finalize, which rewrites its summary: status never calls it finished while arms are missing."""
-    cfg = rd.read_run()
-    metrics = rd.read_metrics()
-    if cfg.end_ts is not None and any(metrics.get(key) is None for _a, _k, key in units):
-        cfg.reopen()
-        rd.write_run(cfg)
+    metrics = ctx.rd.read_metrics()
+    if ctx.cfg.end_ts is None or all(metrics.get(key) is not None for _a, _k, key in units):
+        return ctx
+    cfg = ctx.cfg.model_copy(deep=True)
+    cfg.reopen()
+    ctx.rd.write_run(cfg)
+    return ctx.with_cfg(cfg)
 
 
 def record_seeds(rd: RunDir, seeds: int | None) -> None:
     """`selfimprove run --seeds N`: record N before the loop starts, so a resumed run keeps it."""
     if seeds is not None:
         with rd.lock("run --seeds"):
-            _record_seeds(rd, seeds)
+            _record_seeds(RunContext.load(rd), seeds)
 
 
 def default_parallel(cfg: RunConfig) -> int:
@@ -282,14 +279,15 @@ def default_parallel(cfg: RunConfig) -> int:
     return 2 if cfg.engine == "local" else 1
 
 
-def _train_unit(rd: RunDir, unit: tuple[str, int, str], best_iter: int, n_eval: int, note: Callable[[str, str], None],
-                job: dict[str, Any]) -> str | None:
+def _train_unit(ctx: RunContext, unit: tuple[str, int, str], best_iter: int, n_eval: int,
+                note: Callable[[str, str], None], job: dict[str, Any]) -> str | None:
     """Train one (arm, seed index, metrics key) unless metrics.json has it; its error line, or None."""
+    rd = ctx.rd
     arm_key, k, key = unit
     if rd.read_metrics().get(key) is None:
         note(key, "start")
         try:
-            run_arm(rd, arm_key, best_iter, n_eval, seed_index=k, **job)
+            run_arm(ctx, arm_key, best_iter, n_eval, seed_index=k, **job)
             _clear_arm_error(rd, key)
             note(key, "done")
         except SelfImproveError as e:
@@ -297,7 +295,7 @@ def _train_unit(rd: RunDir, unit: tuple[str, int, str], best_iter: int, n_eval: 
             _log_arm_error(rd, key, error)
             note(key, f"failed: {error}")
             return error
-    _stamp_seed(rd, key)
+    _stamp_seed(ctx, key)
     return None
 
 
@@ -350,23 +348,23 @@ def compare(
     note = on_arm or (lambda _a, _e: None)
     check_parallel(parallel)
     check_seeds(seeds)
-    require_phase_order(rd, "compare")
+    require_phase_order(RunContext.load(rd), "compare")
     with rd.lock("compare"):
-        cfg = rd.read_run()
-        require_phase_order(rd, "compare")  # again under the lock: Phase 3 may have been running
+        ctx = RunContext.load(rd)
+        require_phase_order(ctx, "compare")  # again under the lock: Phase 3 may have been running
         best = pick_best(rd.read_metrics().iters)
         if best is None:
             raise SelfImproveError("no iteration >= 1 finished; there is no best dataset to compare (run iterate first)")
-        n_seeds = _record_seeds(rd, seeds)
-        best_rec = write_best_iter(rd, best)
-        hub = rd.read_hub_env()
-        n_eval = hub.eval_size or cfg.eval_examples  # Phase 4 evaluates on the full eval split
-        _stamp_seed(rd, f"iter_{best.iter}")  # seed member 0 of the best iteration
-        n_parallel = parallel or default_parallel(cfg)
+        ctx = _record_seeds(ctx, seeds)
+        n_seeds = ctx.cfg.seeds
+        best_rec = write_best_iter(ctx, best)
+        n_eval = ctx.required_hub().eval_size or ctx.cfg.eval_examples  # Phase 4 evaluates on the full eval split
+        _stamp_seed(ctx, f"iter_{best.iter}")  # seed member 0 of the best iteration
+        n_parallel = parallel or default_parallel(ctx.cfg)
         units = compare_units(best.iter, control=control, seeds=n_seeds)
-        _reopen_for(rd, units)
+        ctx = _reopen_for(ctx, units)
         job = {"restart": restart, "resume": resume, "quiet": quiet, "cap_hours": cap_hours}
-        failures = _train_units(units, lambda u: _train_unit(rd, u, best.iter, n_eval, note, job), n_parallel,
+        failures = _train_units(units, lambda u: _train_unit(ctx, u, best.iter, n_eval, note, job), n_parallel,
                                 progress=not quiet)
         errors = {key: err for (_a, _k, key), err in zip(units, failures) if err is not None}
         metrics = _order_records(rd, [key for _a, _k, key in units])

@@ -31,6 +31,7 @@ from ..faults import fault_point
 from ..models import EvalSummary, ExampleScore, HubEnv, IterRecord, RunConfig
 from ..rundir import CONTROL_ARMS, ArmDir, RunDir, write_model
 from ..stats import wilson_interval
+from .context import RunContext
 
 TRAIN_MEAN_STEPS = 10  # train_reward_mean: over the last this-many train steps
 RULE_IS_CORRECT = "metrics.is_correct"
@@ -248,7 +249,7 @@ def record_summary(rd: RunDir, summary: EvalSummary, *, key: str | None = None, 
 
 
 @contextlib.contextmanager
-def abort_run_on_unparseable_eval(rd: RunDir, arm: str) -> Iterator[None]:
+def abort_run_on_unparseable_eval(ctx: RunContext, arm: str) -> Iterator[None]:
     """The seed's rule for iter_0 and every iter_N: "Validate eval_summary.json after every iter.
     Parse failure -> abort." An eval file that is missing, empty or does not parse sets run.json
     status "aborted" with the reason, then re-raises in one line. (Phase 4 arms do not abort the
@@ -257,8 +258,8 @@ def abort_run_on_unparseable_eval(rd: RunDir, arm: str) -> Iterator[None]:
         yield
     except EvalParseError as e:
         problem = str(e).split("; ")[0]
-        cfg = rd.read_run()
-        cfg.status, cfg.reason = "aborted", f"{arm}: final eval file failed to parse: {problem}"
+        rd = ctx.rd
+        cfg = ctx.cfg.model_copy(update={"status": "aborted", "reason": f"{arm}: final eval file failed to parse: {problem}"})
         rd.write_run(cfg)
         rd.append_scratchpad(f"## Run aborted\n\n{cfg.reason}. Next: `selfimprove finalize --run-dir {rd.root}`.\n")
         raise EvalParseError(f"{problem}; run aborted (run.json status=aborted: an eval that fails to parse ends the "

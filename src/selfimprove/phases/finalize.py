@@ -57,16 +57,18 @@ from pathlib import Path
 from typing import Any
 
 from ..faults import fault_point
-from ..models import EvalSummary, IterRecord, Metrics
+from ..models import EvalSummary, IterRecord, Metrics, RunConfig
 from ..report.table import comparison_lines, seed_test_lines, seeds_text
 from ..rundir import RunDir, atomic_write_text, split_seed_key
 from ..stats import compare_arms, compare_over_seeds, one_sample_t_test
 from .arms import recorded_seed
-from .compare import ARM_LABELS, pick_best, seed_members
+from .compare import ARM_LABELS, seed_members
+from .context import RunContext
 from .evals import RULE_REWARD
 from .order import require_phase_order
+from .phase4_state import missing_phase4_arms, pick_best
 from .signal import NO_SIGNAL_VERDICT
-from .status import SHOWN_MISSING, missing_phase4_arms, missing_text
+from .status import SHOWN_MISSING, missing_text
 from .verdict import data_vs_control, recommend, verdict
 
 NO_EVAL_SPLIT = "train (no eval split)"
@@ -113,7 +115,8 @@ def _groups(metrics: Metrics) -> list[tuple[str, list[IterRecord]]]:
     return [(key, members) for key in keys if (members := seed_members(metrics, key))]
 
 
-def _row(rd: RunDir, arm: str, members: list[IterRecord], best_arm: str | None) -> dict[str, Any]:
+def _row(ctx: RunContext, arm: str, members: list[IterRecord], best_arm: str | None) -> dict[str, Any]:
+    rd = ctx.rd
     first = members[0]
     accs = [m.eval_acc for m in members]
     spread = one_sample_t_test(accs, 0.0)  # its mean, sd and 95% t interval of the mean (delta vs 0)
@@ -125,7 +128,7 @@ def _row(rd: RunDir, arm: str, members: list[IterRecord], best_arm: str | None) 
     label = ARM_LABELS.get(arm, arm + (" (real)" if arm == "iter_0" else ""))
     # metrics.json stamps the seeds of the best iteration and the Phase 4 arms; the other iterations'
     # (the canonical seed) are read from their configs.
-    seeds = [m.seed if m.seed is not None else recorded_seed(rd, m.arm) for m in members]
+    seeds = [m.seed if m.seed is not None else recorded_seed(ctx, m.arm) for m in members]
     if arm == "run_b":
         data = f"real+{first.rows}" if first.rows else "real"
     else:
@@ -171,17 +174,18 @@ def _seed_tests(rd: RunDir, best_arm: str | None, groups: dict[str, list[IterRec
     return out
 
 
-def build_table(rd: RunDir) -> dict[str, Any]:
+def build_table(ctx: RunContext) -> dict[str, Any]:
+    rd = ctx.rd
     metrics = rd.read_metrics()
     best = pick_best(metrics.iters)
     best_arm = f"iter_{best.iter}" if best else None
     ordered = _groups(metrics)
     groups = dict(ordered)
-    rows = [_row(rd, arm, members, best_arm) for arm, members in ordered]
+    rows = [_row(ctx, arm, members, best_arm) for arm, members in ordered]
     by_arm = {r["arm"]: r for r in rows}
     seed_tests = _seed_tests(rd, best_arm, groups)
     comparisons = _paired_tests(rd, best_arm, groups)
-    run_c_failed = any(split_seed_key(e.arm)[0] == "run_c" for e in rd.read_run().phase4_errors)
+    run_c_failed = any(split_seed_key(e.arm)[0] == "run_c" for e in ctx.cfg.phase4_errors)
     data_test = data_vs_control(by_arm, seed_tests, comparisons, run_c_failed=run_c_failed)
     recommendation = recommend(rows, seed_tests, data_test["data_beats_control"] if data_test else None)
     n_iters = len([r for r in metrics.iters if r.iter and r.iter >= 1])
@@ -189,13 +193,13 @@ def build_table(rd: RunDir) -> dict[str, Any]:
     if caveat and n_iters > 1 and len(groups.get(best_arm, [])) > 1:
         caveat += (f" {best_arm}'s seed 0 is that selected run, so its mean over seeds leans optimistic too; "
                    "its other seeds and Run A's are free of the selection.")
-    hub = rd.read_hub_env() if rd.hub_env_json.is_file() else None
+    hub = ctx.introspected_hub()
     if hub is not None and hub.eval_size is None:  # verifiers scored every arm on its first train rows
         for r in rows:
             r["eval_split"] = NO_EVAL_SPLIT
         if caveat:
             caveat = caveat.replace("full eval split", f"{NO_EVAL_SPLIT}, {hub.evaluated_rows or 'the first train rows'}")
-    no_signal = _no_signal(rd)
+    no_signal = _no_signal(ctx.cfg)
     if no_signal:  # the run went on with --allow-no-signal: nothing below measures learning
         recommendation = {"arm": None, "status": "none", "checkpoint": None, "test": None,
                           "text": f"no model recommended: {no_signal}"}
@@ -208,9 +212,9 @@ def build_table(rd: RunDir) -> dict[str, Any]:
             "accuracy_rule": _accuracy_rule(rd)}
 
 
-def _no_signal(rd: RunDir) -> str | None:
+def _no_signal(cfg: RunConfig) -> str | None:
     """The no-signal verdict when iter_0 had no reward spread (phases/signal.py), else None."""
-    signal = rd.read_run().learning_signal or {}
+    signal = cfg.learning_signal or {}
     if signal and not signal.get("has_signal", True):
         return (f"{NO_SIGNAL_VERDICT} (iter_0: {signal.get('train_groups_with_spread')}/{signal.get('train_groups')} "
                 f"train prompt groups with any reward spread, mean group reward sd {signal.get('train_mean_group_reward_sd')}; "
@@ -319,17 +323,18 @@ def replace_final_summary(pad: str, summary: str) -> str:
 def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, Any]:
     """Close the run and summarise it. A closed run raises PhaseOrderError (exit 5) with nothing written."""
     rd.require()
-    require_phase_order(rd, "finalize")
+    require_phase_order(RunContext.load(rd), "finalize")
     with rd.lock("finalize"):
-        require_phase_order(rd, "finalize")  # again under the lock: another finalize may have closed it
-        cfg = rd.read_run()
+        ctx = RunContext.load(rd)
+        require_phase_order(ctx, "finalize")  # again under the lock: another finalize may have closed it
+        cfg = ctx.cfg  # written below as the run closes (or reopens); build_table reads nothing it changes
         missing = missing_phase4_arms(rd, cfg)
         if missing:  # the run stays open (no end_ts, its end reason as status) until the arms are recovered
             if cfg.finalized() or cfg.total_duration_s is not None:  # closed before compare added arms
                 cfg.reopen()
                 rd.write_run(cfg)
         fault_point("finalize")
-        table = build_table(rd)
+        table = build_table(ctx)
         pad = rd.read_scratchpad()
         if missing:
             partial = _partial_scratchpad(rd, table, missing)

@@ -35,6 +35,7 @@ from ..stack import verifiers_classic as vc
 from ..stack.dialects import dialect_for
 from ..stack.env_package import install_and_verify, package_name, write_package_record
 from ..stack.env_python import env_python_of
+from .context import RunContext
 from .evals import expected_eval_examples
 
 RECORD = "heldout.json"  # iter_0/: what iter_0 and the controls train on instead of the real env
@@ -103,15 +104,15 @@ def prepare(rd: RunDir, cfg: RunConfig, hub: HubEnv | None, held_out: int) -> di
     return record
 
 
-def held_out_train_envs(rd: RunDir, envs: list[dict]) -> list[dict]:
+def held_out_train_envs(ctx: RunContext, envs: list[dict]) -> list[dict]:
     """`envs` ([[orchestrator.train.env]] blocks) with each block of the real env pointed at the hold-out
     wrapper (its args kept: the wrapper passes them on); unchanged when nothing is held out. A missing or
     damaged iter_0/heldout.json of an env without an eval split is made again (`prepare`), never read
     as "nothing held out": that would train Run B/C on the scored rows."""
-    record = read_record(rd)
-    if record is None and rd.hub_env_json.is_file():
-        cfg, hub = rd.read_run(), rd.read_hub_env()
-        record = prepare(rd, cfg, hub, expected_eval_examples(cfg, hub))
+    record = read_record(ctx.rd)
+    # a damaged hub_env.json stops here (introspected_hub names it) rather than read as "nothing held out"
+    if record is None and (hub := ctx.introspected_hub()) is not None:
+        record = prepare(ctx.rd, ctx.cfg, hub, expected_eval_examples(ctx.cfg, hub))
     if not record or record.get("in_sample") or not record.get("package"):
         return envs
     out = []
@@ -120,10 +121,10 @@ def held_out_train_envs(rd: RunDir, envs: list[dict]) -> list[dict]:
     return out
 
 
-def train_envs_overlay(rd: RunDir, canonical_envs: list[dict]) -> dict:
+def train_envs_overlay(ctx: RunContext, canonical_envs: list[dict]) -> dict:
     """The overlay fragment that points iter_0's training at the wrapper ({} when nothing is held out):
     a list in an overlay replaces the canonical config's list whole."""
-    swapped = held_out_train_envs(rd, canonical_envs)
+    swapped = held_out_train_envs(ctx, canonical_envs)
     return {"orchestrator": {"train": {"env": swapped}}} if swapped != canonical_envs else {}
 
 

@@ -35,10 +35,10 @@ from ..errors import GateFailed, NoLearningSignal, TeacherActionNeeded
 from ..faults import fault_point
 from ..models import RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json
-from ..stack.env_python import env_python_of
 from ..ui import console
 from . import iteration_steps as steps
 from .analyze import analyze_failures, sealed_train_ids, write_weakness_stats
+from .context import RunContext
 from .evals import abort_run_on_unparseable_eval, record_summary
 from .order import require_phase_order
 from .signal import NO_SIGNAL_VERDICT
@@ -120,19 +120,20 @@ def iterate(
 ) -> IterateResult:
     """Run iterations until the teacher must act, Phase 3 ends, or (with once) one iteration is done."""
     rd.require()
-    require_phase_order(rd, "iterate")
+    require_phase_order(RunContext.load(rd), "iterate")
     with rd.lock("iterate"):
+        ctx = RunContext.load(rd)
         while True:
-            cfg = rd.read_run()
+            cfg = ctx.cfg
             if cfg.status != "running":
                 return IterateResult("ended", current_iteration(rd), f"Phase 3 is over (it ended: {cfg.ended_as()}); next: selfimprove compare --run-dir {rd.root}")
             signal = cfg.learning_signal or {}
             if signal and not signal.get("has_signal") and not signal.get("allowed"):
                 raise NoLearningSignal(f"iter_0: {NO_SIGNAL_VERDICT} ({rd.run_json} learning_signal); to continue "
                                        f"anyway: selfimprove baseline --run-dir {rd.root} --allow-no-signal")
-            cfg = start_phase3_clock(rd, cfg)
+            ctx = ctx.with_cfg(start_phase3_clock(rd, cfg))
             n = current_iteration(rd)
-            result = run_one_iteration(rd, cfg, n, restart=restart, resume=resume, quiet=quiet,
+            result = run_one_iteration(ctx, n, restart=restart, resume=resume, quiet=quiet,
                                        gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step)
             restart = resume = False  # flags apply to the job that was stuck, not to later ones
             if result.kind != "iteration_done" or once:
@@ -140,9 +141,12 @@ def iterate(
 
 
 def run_one_iteration(
-    rd: RunDir, cfg: RunConfig, n: int, *, restart: bool, resume: bool, quiet: bool,
+    ctx: RunContext, n: int, *, restart: bool, resume: bool, quiet: bool,
     gen_timeout: float, cap_hours: float | None, on_step: Callable[[int, str], None] | None,
 ) -> IterateResult:
+    """One iteration's next steps. Its writes to run.json (budget_gate's end of Phase 3, an abort on an
+    unparseable eval) end the call, so `iterate` never goes on with the copy in `ctx` once it is stale."""
+    rd, cfg = ctx.rd, ctx.cfg
     it = rd.iter(n)
     note = on_step or (lambda _n, _s: None)
 
@@ -163,7 +167,7 @@ def run_one_iteration(
                                     weakness=weakness["previous"] or weakness["real"],
                                     sealed=sealed_train_ids(rd) if n == 1 else frozenset())  # iter_0: the real env
         steps.append_iteration_entry(rd, n, analysis, weakness["real"])
-        steps.write_skeletons(rd, n, analysis)
+        steps.write_skeletons(ctx, n, analysis)
     if steps.teacher_files_untouched(it):
         compact = (f" iter_{n - 1} just finished (results in scratchpad.md): run /compact before reading the new "
                    "failures (if it fails: selfimprove note --compact-failed \"...\")." if n > 1 else "")
@@ -177,7 +181,7 @@ def run_one_iteration(
     # 3a. the teacher's overrides.toml (if any), before anything is generated, packaged or trained:
     # a bad knob is a failed gate now, not a job the engine refuses after minutes
     if not it.eval_summary.is_file():
-        steps.overrides_gate(rd, it)
+        steps.overrides_gate(ctx, it)
 
     # 3b. report gate
     note(n, "report gate")
@@ -186,28 +190,28 @@ def run_one_iteration(
     # 4. generate
     if not steps.generated_is_current(it):
         note(n, "generate")
-        steps.generate(rd, it, timeout=gen_timeout, python=env_python_of(rd.read_run()), quiet=quiet)
+        steps.generate(ctx, it, timeout=gen_timeout, python=ctx.env_python, quiet=quiet)
 
     # 5. dataset gate
     if not steps.dataset_gate_is_current(it):
         note(n, "dataset gate")
-        steps.dataset_gate(rd, it, n, report)
+        steps.dataset_gate(ctx, it, n, report)
 
     # 6. package, and before training: the installed package must be this run's (ensure_package)
     fault_point("gate-to-package")
     package = steps.package_name_for(cfg, f"iter_{n}")
     if not steps.package_is_current(it, package) or not it.eval_summary.is_file():
         note(n, "package")
-        steps.ensure_package(rd, it, package, report, origin=f"iteration {n}",
+        steps.ensure_package(ctx, it, package, report, origin=f"iteration {n}",
                              note=None if quiet else lambda m: console.print(m, highlight=False))
 
     # 7. stage + 8. train
     if not it.eval_summary.is_file():
         note(n, "stage + train")
         f = steps.iter0_final_step(rd)
-        with abort_run_on_unparseable_eval(rd, it.name):
+        with abort_run_on_unparseable_eval(ctx, it.name):
             steps.train_resumed_arm(
-                rd, cfg, it, train_envs=[{"id": package}], resume_step=f, restart=restart, resume=resume,
+                ctx, it, train_envs=[{"id": package}], resume_step=f, restart=restart, resume=resume,
                 quiet=quiet, cap_hours=cap_hours, wandb_name=f"iter_{n}", overrides_file=it.dir / "overrides.toml",
                 rows=steps.dataset_rows(it),
             )
@@ -216,7 +220,7 @@ def run_one_iteration(
 
     # 9. record
     note(n, "record")
-    record = steps.record_iteration(rd, n)
+    record = steps.record_iteration(ctx, n)
     fault_point("record")
     atomic_write_json(it.dir / "record.json", record)
     return IterateResult(

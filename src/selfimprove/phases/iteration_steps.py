@@ -31,14 +31,13 @@ from ..models import RunConfig
 from ..resources import project_file
 from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
-from ..stack.dialects import dialect_for
-from ..stack.env_python import env_python_of
 from ..ui import console
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
                                  package_name, provenance_mismatch)
 from ..engines.jobs import last_lines
 from .analyze import weakness_line
-from .arms import canonical_config, stage, teacher_overrides, train_resumed_arm  # noqa: F401  (re-exported for iterate)
+from .arms import stage, teacher_overrides, train_resumed_arm  # noqa: F401  (re-exported for iterate)
+from .context import RunContext
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
 
 _read_json = read_json_object  # a missing, damaged or non-object record means "step not done"
@@ -47,11 +46,11 @@ _read_json = read_json_object  # a missing, damaged or non-object record means "
 # ---------------------------------------------------------------- 2. analyze
 
 
-def write_skeletons(rd: RunDir, n: int, analysis: dict) -> None:
+def write_skeletons(ctx: RunContext, n: int, analysis: dict) -> None:
     """weakness_report.md and gen_dataset.py skeletons (never overwriting the teacher's files);
     skeletons.json (their hashes) last, so the teacher's edits are told from the skeletons."""
+    rd = ctx.rd
     it = rd.iter(n)
-    hub = rd.read_hub_env()
     prev_acc = rd.read_eval_summary(rd.iter(n - 1)).eval_acc
     hashes = {}
     report = it.dir / "weakness_report.md"
@@ -59,7 +58,7 @@ def write_skeletons(rd: RunDir, n: int, analysis: dict) -> None:
         atomic_write_text(report, render_report_skeleton(prev_acc, analysis))
     gen = it.dir / "gen_dataset.py"
     if not gen.exists():
-        atomic_write_text(gen, render_generator_skeleton(hub, n, dialect_for(rd.read_run()).env_api))
+        atomic_write_text(gen, render_generator_skeleton(ctx.required_hub(), n, ctx.dialect.env_api))
     for name in ("weakness_report.md", "gen_dataset.py"):
         hashes[name] = file_sha256(it.dir / name)
     old = _read_json(it.dir / "skeletons.json") or {}
@@ -123,10 +122,10 @@ def teacher_files_untouched(it: ArmDir) -> bool:
 # ---------------------------------------------------------------- 3. report gate
 
 
-def overrides_gate(rd: RunDir, it: ArmDir) -> dict:
+def overrides_gate(ctx: RunContext, it: ArmDir) -> dict:
     """iter_N/overrides.toml checked as training will read it (GateFailed naming the key and range)."""
-    cfg = rd.read_run()
-    return teacher_overrides(it.dir / "overrides.toml", dialect_for(cfg), model=cfg.model, canonical=canonical_config(rd))
+    return teacher_overrides(it.dir / "overrides.toml", ctx.dialect, model=ctx.cfg.model,
+                             canonical=ctx.canonical_config())
 
 
 def report_gate(rd: RunDir, it: ArmDir, n: int) -> WeaknessReport:
@@ -183,7 +182,7 @@ def _clear_dataset_slot(ds: Path) -> None:
         ds.unlink(missing_ok=True)
 
 
-def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = None, quiet: bool = True) -> dict:
+def generate(ctx: RunContext, it: ArmDir, *, timeout: float, python: str | None = None, quiet: bool = True) -> dict:
     """Run the teacher's generator in a subprocess of `python` (the run's env interpreter; default
     this one), cwd = iter dir, log gen.log; then drop the rows that overlap the evaluated questions
     (gates/decontam.py: generate.json records how many, never which). No row is ever edited."""
@@ -212,7 +211,7 @@ def generate(rd: RunDir, it: ArmDir, *, timeout: float, python: str | None = Non
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py exited 0 but wrote no dataset.jsonl; it must write {ds}")
     generated = count_rows(ds)
     # Before generate.json: a kill after the rewrite re-runs the generator, which rewrites dataset.jsonl.
-    dropped = drop_eval_overlap(ds, eval_index(rd))
+    dropped = drop_eval_overlap(ds, eval_index(ctx))
     fault_point("generate")
     rec = {"gen_sha256": file_sha256(it.dir / "gen_dataset.py"), "dataset_sha256": file_sha256(ds),
            "rows_generated": generated, "rows_dropped_eval_overlap": dropped, "rows": count_rows(ds),
@@ -258,19 +257,18 @@ def prior_rows(rd: RunDir, n: int) -> dict[int, list[dict]]:
     return out
 
 
-def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> GateReport:
+def dataset_gate(ctx: RunContext, it: ArmDir, n: int, report: WeaknessReport) -> GateReport:
     """Every dataset rule in one report (gate_report.json + gate_report.txt); raises GateFailed on any failure."""
-    hub = rd.read_hub_env()
-    python = env_python_of(rd.read_run())  # the env's parser and the teacher's rewards run where the engine runs them
+    rd, hub = ctx.rd, ctx.required_hub()
+    python = ctx.env_python  # the env's parser and the teacher's rewards run where the engine runs them
     rows, load_failures = load_dataset_jsonl(it.dir / "dataset.jsonl")
     dropped = (_read_json(it.dir / "generate.json") or {}).get("rows_dropped_eval_overlap", 0)
     reports = [check_dataset(rows, report, dropped_eval_overlap=dropped)]
     if load_failures:
         reports.append(GateReport.build("load", load_failures))
-    env_api = dialect_for(rd.read_run()).env_api
-    reports.append(env_api.round_trip_gate(hub, rows, python=python))  # the hub parser, or the v1 Task's rewards
+    reports.append(ctx.dialect.env_api.round_trip_gate(hub, rows, python=python))  # the hub parser, or the v1 Task's rewards
     reports.append(check_near_duplicates(rows, prior_rows(rd, n)))
-    reports.append(check_eval_overlap(rows, eval_index(rd)))
+    reports.append(check_eval_overlap(rows, eval_index(ctx)))
     reports.append(check_failure_provenance(rows, load_dataset_jsonl(it.dir / "failures.jsonl")[0]))
     reports.append(check_diversity(rows, report.fixed_axes))
     by_file: dict[str, list] = {}
@@ -289,17 +287,16 @@ def dataset_gate(rd: RunDir, it: ArmDir, n: int, report: WeaknessReport) -> Gate
     return merged
 
 
-def eval_index(rd: RunDir) -> EvalNgramIndex:
+def eval_index(ctx: RunContext) -> EvalNgramIndex:
     """n-gram hashes of the rows the engine evaluates, cached in the run dir (hashes only: no eval text on disk).
 
     The eval split; for an env without one, the first `eval_examples` train rows, which
     the engine evaluates instead (and which the gate must then keep out of generated data).
     The index is built by the run's env API (classic questions or v1 task prompts) in the env's Python.
     """
-    hub = rd.read_hub_env()
-    cfg = rd.read_run()
-    cache = rd.root / "eval_ngrams.json"
-    env_api = dialect_for(cfg).env_api
+    hub, cfg = ctx.required_hub(), ctx.cfg
+    cache = ctx.rd.root / "eval_ngrams.json"
+    env_api = ctx.dialect.env_api
     key = env_api.eval_ngrams_key(hub, cfg.eval_examples)
     data = _read_json(cache)
     if data and data.get("key") == key:
@@ -307,7 +304,7 @@ def eval_index(rd: RunDir) -> EvalNgramIndex:
             return EvalNgramIndex.from_json(data["index"])
         except (KeyError, ValueError):
             pass  # an older hashing version: rebuild
-    index = env_api.eval_ngrams(hub, cfg.eval_examples, python=env_python_of(cfg))
+    index = env_api.eval_ngrams(hub, cfg.eval_examples, python=ctx.env_python)
     atomic_write_json(cache, {"key": key, "index": index.to_json()})
     return index
 
@@ -340,11 +337,9 @@ def package_is_current(it: ArmDir, name: str | None = None) -> bool:
                 and (name is None or rec.get("package") == name))
 
 
-def package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *, origin: str,
+def package(ctx: RunContext, it: ArmDir, name: str, report: WeaknessReport | None, *, origin: str,
             dataset: Path | None = None, rewards_dir: Path | None = None) -> dict:
     """Build <name>/ in the arm dir, clean stale installs, install, verify row count in a fresh process."""
-    hub = rd.read_hub_env()
-    cfg = rd.read_run()
     dataset = dataset or it.dir / "dataset.jsonl"
     rewards = [(r.name, r.weight) for r in report.custom_rewards] if report else []
     rewards_file = None
@@ -353,18 +348,18 @@ def package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *,
         if len(files) > 1:  # the package imports them from one module
             raise GateFailed(f"{it.dir}/weakness_report.md: custom_rewards name {len(files)} source files; put all of them in one file")
         rewards_file = (rewards_dir or it.dir) / files.pop()
-    provenance = {"run_dir": str(rd.root), "run_id": cfg.run_id, "arm": it.name}
-    env_api = dialect_for(cfg).env_api  # a classic env package, or a v1 Taskset package
-    project = env_api.build_env_package(it.dir / name, name, dataset, hub=hub, origin=origin,
+    provenance = {"run_dir": str(ctx.rd.root), "run_id": ctx.cfg.run_id, "arm": it.name}
+    env_api = ctx.dialect.env_api  # a classic env package, or a v1 Taskset package
+    project = env_api.build_env_package(it.dir / name, name, dataset, hub=ctx.required_hub(), origin=origin,
                                         rewards_file=rewards_file, rewards=rewards, provenance=provenance)
-    rec = install_and_verify(project, name, count_rows(dataset), python=env_python_of(cfg),
+    rec = install_and_verify(project, name, count_rows(dataset), python=ctx.env_python,
                              log=it.dir / "install.log", api=env_api.API)
     rec["dataset_sha256"] = file_sha256(dataset)
     atomic_write_json(it.dir / "package.json", rec)
     return rec
 
 
-def ensure_package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | None, *, origin: str,
+def ensure_package(ctx: RunContext, it: ArmDir, name: str, report: WeaknessReport | None, *, origin: str,
                    dataset: Path | None = None, rewards_dir: Path | None = None,
                    note: Callable[[str], None] | None = None) -> dict:
     """Step 6, and the check before any job trains on a generated package: the copy installed
@@ -372,8 +367,7 @@ def ensure_package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | N
     package.json is missing or stale; reinstalls (with a note) when the installed copy is someone
     else's, e.g. a run dir copied from this one, or an older run without run_id that shares the
     name; refuses with one line if even a fresh install does not hold this arm's rows."""
-    cfg = rd.read_run()
-    python = env_python_of(cfg)
+    cfg, python = ctx.cfg, ctx.env_python
     dataset = dataset or it.dir / "dataset.jsonl"
     sha = file_sha256(dataset)
     if package_is_current(it, name):
@@ -381,7 +375,7 @@ def ensure_package(rd: RunDir, it: ArmDir, name: str, report: WeaknessReport | N
         if why is None:
             return _read_json(it.dir / "package.json") or {}
         (note or (lambda _m: None))(f"{name}: the installed package is not this arm's: {why}; reinstalling it from {it.dir / name}")
-    rec = package(rd, it, name, report, origin=origin, dataset=dataset, rewards_dir=rewards_dir)
+    rec = package(ctx, it, name, report, origin=origin, dataset=dataset, rewards_dir=rewards_dir)
     why = provenance_mismatch(installed_provenance(name, python), dataset_sha256=sha, run_id=cfg.run_id)
     if why is not None:
         raise SelfImproveError(f"{it.dir / 'package.json'}: {name} still does not hold this arm's rows after a reinstall "

@@ -24,7 +24,8 @@ from typing import Literal
 
 from ..errors import PhaseOrderError
 from ..rundir import RunDir
-from .status import missing_phase4_arms
+from .context import RunContext
+from .phase4_state import missing_phase4_arms
 
 Phase = Literal["introspect", "baseline", "iterate", "compare", "finalize"]
 
@@ -43,9 +44,13 @@ def _phase4_missing(rd: RunDir, cfg) -> bool:
     return bool(missing_phase4_arms(rd, cfg))
 
 
-def require_phase_order(rd: RunDir, phase: Phase) -> None:
-    """Raise PhaseOrderError (exit 5) when `phase` may not run on this run dir now."""
-    cfg = rd.read_run()
+def require_phase_order(ctx: RunContext, phase: Phase) -> None:
+    """Raise PhaseOrderError (exit 5) when `phase` may not run on this run dir now.
+
+    Phases call it twice: before the lock with a context of their own (a refusal then leaves the
+    run dir untouched, not even a lock file) and again under the lock with the context they act on
+    (another process may have moved the run on in between)."""
+    rd, cfg = ctx.rd, ctx.cfg
     root = rd.root
     if phase in REFUSED_WHEN_CLOSED and cfg.end_ts is not None:
         raise PhaseOrderError(

@@ -12,7 +12,8 @@ from __future__ import annotations
 from ..rundir import RunDir, atomic_write_text, read_json_object
 from ..scratchpad import WORKED_PLACEHOLDER
 from ..stats import compare_arms, seed_verdict
-from .evals import NO_EVAL_SPLIT, evaluated_split, hub_env_of, train_trajectory
+from .context import RunContext
+from .evals import NO_EVAL_SPLIT, evaluated_split, train_trajectory
 from .signal import not_a_result
 
 RESULTS_MARKER = "<!-- results:iter_{n} -->"  # where section 5 of iteration n's entry goes
@@ -26,8 +27,9 @@ def _trajectory_line(rd: RunDir, n: int) -> str:
     return ", ".join(f"steps {b['first_step']}-{b['last_step']}: {b['reward_mean']:.3f}" for b in buckets)
 
 
-def record_iteration(rd: RunDir, n: int) -> dict:
+def record_iteration(ctx: RunContext, n: int) -> dict:
     """Write the results of iter_n into the scratchpad; return the record (for record.json)."""
+    rd = ctx.rd
     cur = rd.read_eval_summary(rd.iter(n))
     prev = rd.read_eval_summary(rd.iter(n - 1))
     base = rd.read_eval_summary(rd.iter(0))
@@ -43,9 +45,9 @@ def record_iteration(rd: RunDir, n: int) -> dict:
         if p is not None
         else "vs iter_0: no shared example ids to pair"
     )
-    split = evaluated_split(hub_env_of(rd))
+    split = evaluated_split(ctx.hub)
     measured_on = f"examples: {NO_EVAL_SPLIT}" if split == NO_EVAL_SPLIT else "examples of the real eval split"
-    warning = not_a_result(rd.read_run().learning_signal)
+    warning = not_a_result(ctx.cfg.learning_signal)
     lines = [f"- **{warning}**"] if warning else []  # the score below is no evidence of learning
     lines += [
         f"- eval_acc {cur.eval_acc:.3f} (95% Wilson [{lo:.3f}, {hi:.3f}], n={cur.n_eval} rollouts on "

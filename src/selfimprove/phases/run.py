@@ -24,10 +24,11 @@ from ..teacher import TeacherContext, call_teacher, make_context
 from ..ui import console, fmt_duration, phase_line
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
-from .compare import check_parallel, check_seeds, compare, pick_best, record_seeds
+from .compare import check_parallel, check_seeds, compare, record_seeds
 from .finalize import finalize
 from .introspect import introspect
 from .iterate import current_iteration, iterate
+from .phase4_state import pick_best
 
 MAX_TEACHER_ATTEMPTS = 4  # per iteration: the first write plus fixes after failures
 
@@ -66,7 +67,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
     rd.require()
     check_seeds(seeds)
     check_parallel(parallel)
-    cfg = rd.read_run()
+    cfg = rd.read_run()  # where the run stands; each phase below reads it again under its own lock
     if cfg.end_ts is not None:  # finalized (only more seeds give it work, else finalize: exit 5) or aborted
         if seeds is not None and seeds != cfg.seeds and cfg.finalized():
             _timed(rd, "compare", lambda: compare(rd, control=control, seeds=seeds, quiet=quiet, parallel=parallel), timings)
@@ -74,7 +75,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
     record_seeds(rd, seeds)
     if not rd.hub_env_json.is_file():
         _timed(rd, "introspect", lambda: introspect(rd), timings)
-    if rd.read_run().status == "aborted":
+    if rd.read_run().status == "aborted":  # re-read: introspect records an env it cannot load as an abort
         return {**finalize(rd), "timings_s": timings}
     _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal), timings)
 

@@ -7,7 +7,9 @@ import time
 from typing import Any
 
 from ..models import RunConfig
-from ..rundir import RunDir, split_seed_key
+from ..rundir import RunDir
+from .context import RunContext
+from .phase4_state import missing_phase4_arms, phase4_arms
 from .signal import not_a_result, signal_state
 
 SHOWN_MISSING = 4  # missing arms named one by one in a line; the rest are counted (--seeds 32 has ~100)
@@ -23,9 +25,9 @@ def missing_text(missing: list[dict[str, Any]], *, why: bool = True) -> str:
     return "; ".join(shown) if why else ", ".join(shown)
 
 
-def next_step(rd: RunDir) -> tuple[str, str]:
+def next_step(ctx: RunContext) -> tuple[str, str]:
     """(phase reached, what to run next), derived from the artefacts on disk."""
-    cfg = rd.read_run()
+    rd, cfg = ctx.rd, ctx.cfg
     root = rd.root
     missing = missing_phase4_arms(rd, cfg)
     if missing and any(m["failed"] for m in missing):  # a dead arm outranks "finished": recover it first
@@ -53,63 +55,6 @@ def next_step(rd: RunDir) -> tuple[str, str]:
     return "compare", f"selfimprove finalize --run-dir {root}"
 
 
-def phase4_arms(rd: RunDir, cfg: RunConfig, done: set[str]) -> set[str]:
-    """The metrics.json keys Phase 4 must finish: Runs A and B, and with --seeds N the seed replicates
-    of Run A, the best iteration and (when it ran: it can be switched off) Run C, so that `status`
-    never points at finalize while a replicate is missing."""
-    import json
-
-    from ..rundir import seed_key
-
-    need = {"run_a", "run_b"}
-    try:
-        best_arm = f"iter_{json.loads(rd.best_iter_json.read_text(encoding='utf-8'))['best_iter']}"
-    except (OSError, ValueError, KeyError, TypeError):
-        best_arm = None
-    for k in range(1, max(1, cfg.seeds)):
-        need.add(seed_key("run_a", k))
-        need |= {seed_key("run_c", k)} if "run_c" in done else set()
-        need |= {seed_key(best_arm, k)} if best_arm else set()
-    return need
-
-
-def phase4_expected(rd: RunDir, cfg: RunConfig) -> bool:
-    """Phase 4 belongs in this run's summary: Phase 3 ended by its gates (compare is next), or compare
-    has started (best_iter.json). Not for aborted runs, runs still in Phase 3, runs finalized early
-    without compare, and runs where no iteration >= 1 finished (there is no best dataset)."""
-    from .compare import pick_best
-
-    if cfg.ended_as() in ("running", "aborted"):
-        return False
-    if cfg.ended_as() == "completed" and not rd.best_iter_json.exists():
-        return False
-    return pick_best(rd.read_metrics().iters) is not None
-
-
-def missing_phase4_arms(rd: RunDir, cfg: RunConfig) -> list[dict[str, Any]]:
-    """The Phase 4 arms the summary lacks, in run order: [{"arm", "why", "failed", "fix"}].
-
-    An arm is missing when Phase 4 needs it (Runs A and B, the seed replicates, Run C once it was
-    started or logged a failure) and metrics.json has no record of it. `failed` is True when its
-    job failed (run.json phase4_errors); the fix then restarts it (`compare --restart`)."""
-    if not phase4_expected(rd, cfg):
-        return []
-    done = {r.arm for r in rd.read_metrics().iters}
-    errors = {e.arm: e.error for e in cfg.phase4_errors}
-    need = phase4_arms(rd, cfg, done) | set(errors)
-    if rd.control("run_c").dir.is_dir():  # Run C was started (it is optional: --no-control skips it)
-        need.add("run_c")
-    order = {"run_a": 0, "run_b": 1, "run_c": 2}
-    out = []
-    for arm in sorted(need - done, key=lambda a: (split_seed_key(a)[1], order.get(split_seed_key(a)[0], 3), a)):
-        failed = arm in errors
-        why = f"its job failed: {errors[arm]}" if failed else "not trained yet (compare did not run, or stopped before it)"
-        fix = (f"selfimprove compare --run-dir {rd.root}" + (f" --seeds {cfg.seeds}" if cfg.seeds > 1 else "")
-               + (" --restart" if failed else ""))
-        out.append({"arm": arm, "why": why, "failed": failed, "fix": fix})
-    return out
-
-
 def budget_clock(cfg: RunConfig) -> tuple[str, float | None]:
     """("not_started" | "running" | "stopped", seconds charged so far or None).
 
@@ -125,10 +70,11 @@ def budget_clock(cfg: RunConfig) -> tuple[str, float | None]:
 
 def run_status(rd: RunDir) -> dict[str, Any]:
     rd.require()
-    cfg = rd.read_run()
+    ctx = RunContext.load(rd)  # no lock: status only reads, so it may run beside a phase
+    cfg = ctx.cfg
     metrics = rd.read_metrics()
     elapsed = (cfg.end_ts or time.time()) - cfg.start_ts
-    phase, nxt = next_step(rd)
+    phase, nxt = next_step(ctx)
     clock, used = budget_clock(cfg)
     return {
         "run_dir": str(rd.root),
