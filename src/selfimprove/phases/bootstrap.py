@@ -313,7 +313,7 @@ def check_model(model: str, engine: str) -> str:
         raise UsageError(
             f"--model {model}: the local CPU engine loads only a built-in student ({', '.join(builtin)}) or a "
             "local model dir with config.json, and does not download hub models; use --engine prime-rl on a GPU "
-            "machine, or --model selfimprove/tiny-arith"
+            "machine, or --model with one of those built-in ids"
         )
     return model
 

@@ -205,8 +205,9 @@ def resolve(cfg: dict) -> EngineConfig:
 
     model_name = get_path(cfg, "model.name")
     if not model_name:
+        from .builtin_students import ids  # the registry: no torch, no verifiers
         raise ConfigError(f"{CONFIG_ERROR}: model.name is not set; name a local Hugging Face directory or a built-in "
-                          "id (selfimprove/tiny-arith, selfimprove/smollm2-135m): the CPU engine downloads nothing")
+                          f"id ({', '.join(ids()) or 'none registered'}): the CPU engine downloads nothing")
 
     eval_cfg = None
     if isinstance(get_path(cfg, "orchestrator.eval"), dict):
