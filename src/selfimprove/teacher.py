@@ -38,7 +38,7 @@ from typing import Any, Callable, Protocol
 
 import yaml
 
-from .errors import SelfImproveError, TeacherError, UsageError
+from .errors import SelfImproveError, TeacherError, TeacherUnreachable, UsageError
 from .gates.report import Bucket, CustomReward, Domain, Feature, SubDomain, WeaknessReport
 from .resources import project_file
 from .rundir import RunDir, atomic_write_text, read_json_object, require_json_object
@@ -132,6 +132,8 @@ def call_teacher(write: Callable[[TeacherContext], None], ctx: TeacherContext) -
     full traceback in iter_N/teacher_error.log (the run resumes after the teacher is fixed)."""
     try:
         write(ctx)
+    except (TeacherError, TeacherUnreachable):
+        raise  # already one line naming the fix (the built-in LLM teacher's API errors: exit 1 / exit 75)
     except (Exception, SystemExit) as e:  # noqa: BLE001  (the teacher is user code; sys.exit() too)
         log = ctx.iter_dir / "teacher_error.log"
         with contextlib.suppress(OSError):

@@ -1,0 +1,75 @@
+"""The built-in teacher behind an LLM API: `selfimprove run --teacher llm:MODEL`.
+
+    prompt.py  SKILL.md's teacher sections + the iteration's TRAIN inputs -> chat messages
+    api.py     one request through the openai SDK; transcripts under iter_N/llm_teacher/
+    reply.py   the tagged reply -> weakness_report.md, gen_dataset.py, scratchpad sections
+
+It does the agent's job with the agent's text: `write(ctx)` asks for the files, and when the
+tool calls it again with `ctx.feedback` (a gate or the generator failed), it sends the report
+back in the same conversation. The attempt cap per iteration is the run loop's
+(phases/run.py MAX_TEACHER_ATTEMPTS), as for any teacher.
+"""
+
+from __future__ import annotations
+
+from ..errors import TeacherError
+from ..rundir import RunDir
+from ..teacher import TeacherContext
+from .api import ApiSettings, Transcripts, chat
+from .prompt import REPLY_FORMAT, feedback_message, inputs_message, teacher_instructions
+from .reply import parse_reply, write_reply
+
+SPEC_PREFIX = "llm:"  # --teacher llm:MODEL
+FORMAT_TRIES = 2  # replies lacking a required tag, asked again within one write()
+
+
+class LlmTeacher:
+    def __init__(self, settings: ApiSettings):
+        self.settings = settings
+
+    def write(self, ctx: TeacherContext) -> None:
+        transcripts = Transcripts(ctx.iter_dir)
+        messages = self._conversation(ctx, transcripts)
+        for attempt in range(1, FORMAT_TRIES + 1):
+            exchange = chat(self.settings, messages, transcripts)
+            _record_tokens(ctx, transcripts)
+            reply, problems = parse_reply(exchange["reply"], ctx.iteration)
+            if not problems:
+                write_reply(ctx, reply)
+                transcripts.mark(exchange["digest"], "written")
+                return
+            transcripts.mark(exchange["digest"], "unusable")
+            messages = [*messages, {"role": "assistant", "content": exchange["reply"]},
+                        {"role": "user", "content": "Your reply cannot be used: " + "; ".join(problems)
+                         + ". Reply again with every file and section, in the format asked."}]
+        raise TeacherError(f"{ctx.iter_dir}: the LLM teacher's replies lacked what the tool needs {FORMAT_TRIES} "
+                           f"times ({problems[0]}); transcripts in {transcripts.dir}. Use a stronger model, or delete "
+                           "that directory to ask afresh, and re-run")
+
+    def _conversation(self, ctx: TeacherContext, transcripts: Transcripts) -> list[dict[str, str]]:
+        """The messages of this call. A first write starts the conversation; a fix continues the
+        newest exchange with the failure report, unless that exchange's reply was never written
+        (a crash between saving and writing): then it is replayed as it is, for free."""
+        start = [{"role": "system", "content": f"{REPLY_FORMAT}\n\n{teacher_instructions()}"},
+                 {"role": "user", "content": inputs_message(ctx)}]
+        newest = transcripts.newest()
+        if ctx.feedback is None or newest is None:
+            return start if ctx.feedback is None else [*start, {"role": "user", "content": feedback_message(ctx.feedback)}]
+        if newest.get("status") == "pending":
+            return newest["request"]["messages"]
+        return [*newest["request"]["messages"], {"role": "assistant", "content": newest["reply"]},
+                {"role": "user", "content": feedback_message(ctx.feedback)}]
+
+
+def _record_tokens(ctx: TeacherContext, transcripts: Transcripts) -> None:
+    """run.json teacher_tokens["iter_N"]: what this iteration's requests cost so far."""
+    rd = RunDir(ctx.run_dir)
+    if not rd.run_json.is_file():
+        return  # a context without a run dir (a teacher tried by hand)
+    with rd.updating():
+        cfg = rd.read_run()
+        cfg.teacher_tokens = {**cfg.teacher_tokens, f"iter_{ctx.iteration}": transcripts.tokens_used()}
+        rd.write_run(cfg)
+
+
+__all__ = ["LlmTeacher", "ApiSettings", "SPEC_PREFIX"]
