@@ -50,9 +50,13 @@ class LlmTeacher:
         """The messages of this call. A first write starts the conversation; a fix continues the
         newest exchange with the failure report, unless that exchange's reply was never written
         (a crash between saving and writing): then it is replayed as it is, for free."""
-        start = [{"role": "system", "content": f"{REPLY_FORMAT}\n\n{teacher_instructions()}"},
-                 {"role": "user", "content": inputs_message(ctx)}]
-        newest = transcripts.newest()
+        exchanges = transcripts.all()
+        # The iteration's opening messages are built once: later the skeletons and the scratchpad
+        # hold the teacher's own text, and a rebuilt opening would miss the saved replies.
+        start = exchanges[0]["request"]["messages"][:2] if exchanges else [
+            {"role": "system", "content": f"{REPLY_FORMAT}\n\n{teacher_instructions()}"},
+            {"role": "user", "content": inputs_message(ctx)}]
+        newest = exchanges[-1] if exchanges else None
         if ctx.feedback is None or newest is None:
             return start if ctx.feedback is None else [*start, {"role": "user", "content": feedback_message(ctx.feedback)}]
         if newest.get("status") == "pending":
