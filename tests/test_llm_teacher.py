@@ -83,6 +83,24 @@ def test_run_reaches_finalize_against_the_replay_server(run: RunDir) -> None:
             assert KEY.encode() not in path.read_bytes(), path
     pad = (run.root / "scratchpad.md").read_text()
     assert "drop one of two quantities before adding" in pad and "_teacher: what the failed" not in pad
+    tokens = f"LLM teacher tokens (prompt + completion, paid requests only): iter_1 {cfg['teacher_tokens']['iter_1']}"
+    assert tokens in pad and json.loads(proc.stdout)["teacher_tokens"] == cfg["teacher_tokens"]  # summary and --json
+
+
+def test_gate_failures_go_back_to_the_model_up_to_the_cap(run: RunDir) -> None:
+    """Useless replies (a generator writing 5 rows per bucket) end in one line after the run loop's
+    cap, each fix request carrying the gate report; re-running resumes (and asks again)."""
+    bad = recorded().replace("PER_BUCKET = 100", "PER_BUCKET = 5")
+    with ReplayServer(bad) as server:
+        proc = cli("run", "--run-dir", str(run.root), *llm_args(server.url))
+        assert proc.returncode == 1 and "could not produce data that passes the gates in 4 attempts" in proc.stderr
+        assert len(server.requests) == 4
+        for k, request in enumerate(server.requests[1:], start=2):
+            messages = json.loads(request["body"])["messages"]
+            assert len(messages) == 2 * k and "rows" in messages[-1]["content"]  # each fix: the reply + gate report
+        again = cli("run", "--run-dir", str(run.root), *llm_args(server.url))
+    assert again.returncode == 1 and len(server.requests) == 8
+    assert len(list((run.iter(1).dir / "llm_teacher").glob("*.json"))) == 8
 
 
 def _teacher_stop(run: RunDir) -> None:
