@@ -177,4 +177,17 @@ def test_token_cap_stops_before_a_request(run: RunDir, monkeypatch: pytest.Monke
 def test_llm_flags_without_an_llm_teacher_are_refused(run: RunDir) -> None:
     proc = cli("run", "--run-dir", str(run.root), "--teacher", "examples/minimal_teacher.py:MinimalTeacher",
                "--teacher-max-tokens", "5")
-    assert proc.returncode == 2 and "apply to --teacher llm:MODEL only" in proc.stderr
+    assert proc.returncode == 2 and "--teacher-max-tokens: for --teacher llm:MODEL only" in proc.stderr
+
+
+def test_iterate_with_the_llm_teacher_does_one_iteration(run: RunDir) -> None:
+    with ReplayServer(recorded()) as server:
+        proc = cli("iterate", "--run-dir", str(run.root), *llm_args(server.url), "--json")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    arms = [r["arm"] for r in json.loads(run.metrics_json.read_text())["iters"]]
+    assert arms == ["iter_0", "iter_1"] and len(server.requests) == 1
+
+
+def test_llm_flags_on_iterate_without_a_teacher_are_refused(run: RunDir) -> None:
+    proc = cli("iterate", "--run-dir", str(run.root), "--teacher-retries", "2")
+    assert proc.returncode == 2 and "--teacher-retries: for --teacher llm:MODEL only" in proc.stderr

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import importlib.metadata
 from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from ..errors import Phase4Incomplete, UsageError
-from ..llm_teacher import SPEC_PREFIX, ApiSettings, LlmTeacher
-from ..llm_teacher.api import DEFAULT_KEY_ENV, OPENAI_URL
+from ..llm_teacher.api import DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
 from ..models import MAX_PARALLEL, MAX_SEEDS
 from ..phases.finalize import incomplete_message
 from ..phases.run import run
 from ..report.table import recommendation_line, summary_renderable
 from ..rundir import RunDir
-from ..teacher import TeacherContext, load_teacher
 from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 from .bootstrap import options_from_params
+from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxTokensOpt, TeacherRetriesOpt,
+                              TeacherTimeoutOpt, make_teacher)
 
 
 TEACHERS_GROUP = "selfimprove.teachers"  # entry points: name = an env id, value = a --teacher spec string
@@ -58,24 +58,6 @@ def default_teacher(env_id: str) -> str:
         "as the agent skill does (SKILL.md)")
 
 
-def make_teacher(spec: str, *, base_url: str, api_key_env: str, max_tokens: int | None, timeout_s: float,
-                 retries: int, llm_flags_given: bool) -> Callable[[TeacherContext], None]:
-    """`llm:MODEL` -> the built-in LLM teacher; anything else -> load_teacher (MODULE:OBJECT, file.py:OBJECT)."""
-    if spec.startswith(SPEC_PREFIX):
-        model = spec[len(SPEC_PREFIX):].strip()
-        if not model:
-            raise UsageError(f"--teacher '{spec}': name the model after llm:, e.g. llm:gpt-4.1 or llm:Qwen/Qwen3-32B")
-        if not api_key_env.strip() or "=" in api_key_env:
-            raise UsageError(f"--teacher-api-key-env '{api_key_env}': give the NAME of the variable that holds the "
-                             "key (e.g. OPENAI_API_KEY), never the key itself")
-        return LlmTeacher(ApiSettings(model=model, base_url=base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                      retries=retries, max_tokens=max_tokens)).write
-    if llm_flags_given:
-        raise UsageError(f"--teacher-base-url, --teacher-api-key-env, --teacher-max-tokens, --teacher-timeout and "
-                         f"--teacher-retries apply to --teacher llm:MODEL only, not to '{spec}'; drop them")
-    return load_teacher(spec)
-
-
 @cli_errors
 def command(
     ctx: typer.Context,
@@ -86,11 +68,11 @@ def command(
     parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Phase 4 arms trained at once (see `selfimprove compare --help`). Default: 2 with the CPU engine, 1 with prime-rl.")] = None,
     seeds: Annotated[Optional[int], typer.Option(min=1, max=MAX_SEEDS, help="Phase 4 training seeds for Run A, Run C and the best iteration (see `selfimprove compare --help`); recorded in run.json. Default: run.json's value, 1 for a new run.")] = None,
     allow_no_signal: Annotated[bool, typer.Option(help="Go on even when iter_0's rewards do not spread (see `selfimprove baseline --help`).")] = False,
-    teacher_base_url: Annotated[str, typer.Option(envvar=["SELFIMPROVE_TEACHER_BASE_URL", "OPENAI_BASE_URL"], help="--teacher llm:MODEL: the OpenAI-compatible API's base URL, e.g. http://localhost:8000/v1 for a local vLLM.")] = OPENAI_URL,
-    teacher_api_key_env: Annotated[str, typer.Option(envvar="SELFIMPROVE_TEACHER_API_KEY_ENV", help="--teacher llm:MODEL: the NAME of the environment variable holding the API key (never the key). Needed for the default URL only; a local server gets 'unused'.")] = DEFAULT_KEY_ENV,
-    teacher_max_tokens: Annotated[Optional[int], typer.Option(min=1, help="--teacher llm:MODEL: stop before a request once this many tokens (prompt + completion) were spent on the iteration (exit 1; raise it and re-run). Default: no cap.")] = None,
-    teacher_timeout: Annotated[float, typer.Option(min=1, help="--teacher llm:MODEL: seconds per request.")] = 600.0,
-    teacher_retries: Annotated[int, typer.Option(min=0, max=20, help="--teacher llm:MODEL: retries with backoff on timeouts, refused connections, 429 and 5xx; then exit 75 (retry later).")] = 5,
+    teacher_base_url: TeacherBaseUrlOpt = OPENAI_URL,
+    teacher_api_key_env: TeacherKeyEnvOpt = DEFAULT_KEY_ENV,
+    teacher_max_tokens: TeacherMaxTokensOpt = None,
+    teacher_timeout: TeacherTimeoutOpt = DEFAULT_TIMEOUT_S,
+    teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
     json_: JsonOpt = False,
 ) -> None:
     """Run the whole loop unattended: bootstrap, introspect, baseline, iterate, compare, finalize.
@@ -104,16 +86,18 @@ def command(
     baseline, so setup, introspection and iter_0 are never charged to it, and
     the controls and summary run after it on their own time.
 
-    `--teacher llm:MODEL` is the built-in teacher behind an OpenAI-compatible API: it
-    follows SKILL.md's teacher sections, and saves every request and reply under
-    iter_N/llm_teacher/ (a resumed run replays them instead of paying again).
+    `--teacher llm:MODEL` is the built-in teacher behind an OpenAI-compatible
+    API: it follows SKILL.md's teacher sections and saves every request and
+    reply under iter_N/llm_teacher/ (a resumed run replays them, never pays
+    twice). The key stays in the variable --teacher-api-key-env names.
 
     Example usage:
 
         selfimprove run selfimprove-arith --model selfimprove/tiny-arith --budget 8m \\
             --batch-size 256 --teacher examples/arith_teacher.py:ArithTeacher
         selfimprove run --run-dir runs/selfimprove-arith-2026-11-29T150000Z
-        selfimprove run selfimprove-arith --teacher llm:gpt-4.1 --teacher-max-tokens 400000
+        selfimprove run selfimprove-arith --teacher llm:gpt-4.1 \\
+            --teacher-max-tokens 400000
         selfimprove run selfimprove-arith --teacher llm:Qwen/Qwen3-32B \\
             --teacher-base-url http://localhost:8000/v1
     """
@@ -129,12 +113,8 @@ def command(
     if teacher is None:
         env_id = RunDir(run_dir).require().read_run().hub_id if run_dir else (opts.hub_id or opts.dataset)
         teacher = default_teacher(env_id)
-    llm_flags_given = any(ctx.get_parameter_source(name).name == "COMMANDLINE" for name in
-                          ("teacher_base_url", "teacher_api_key_env", "teacher_max_tokens", "teacher_timeout",
-                           "teacher_retries"))
-    write = make_teacher(teacher, base_url=teacher_base_url, api_key_env=teacher_api_key_env,
-                         max_tokens=teacher_max_tokens, timeout_s=teacher_timeout, retries=teacher_retries,
-                         llm_flags_given=llm_flags_given)
+    write = make_teacher(teacher, ctx, base_url=teacher_base_url, api_key_env=teacher_api_key_env,
+                         max_tokens=teacher_max_tokens, timeout_s=teacher_timeout, retries=teacher_retries)
     result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal,
                  parallel=parallel)
     incomplete = incomplete_message(result)

@@ -28,6 +28,8 @@ from ..rundir import atomic_write_json, read_json_object
 TRANSCRIPT_DIR = "llm_teacher"  # under iter_N/: NN-<digest>.json, one exchange each
 OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
+DEFAULT_TIMEOUT_S = 600.0  # per request: a long reply from a slow local model takes minutes
+DEFAULT_RETRIES = 5  # the SDK's, on connection errors, timeouts, 429 and 5xx: ~30 s of backoff in all
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,8 @@ class ApiSettings:
     model: str
     base_url: str = OPENAI_URL
     api_key_env: str = DEFAULT_KEY_ENV
-    timeout_s: float = 600.0  # per request: a long reply from a slow local model takes minutes
-    retries: int = 5  # the SDK's, on connection errors, timeouts, 429 and 5xx
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    retries: int = DEFAULT_RETRIES
     max_tokens: int | None = None  # per iteration, prompt + completion, over every request of it
 
     def key(self) -> str:

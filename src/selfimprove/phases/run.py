@@ -27,7 +27,7 @@ from .bootstrap import BootstrapOptions, bootstrap
 from .compare import check_parallel, check_seeds, compare, record_seeds
 from .finalize import finalize
 from .introspect import introspect
-from .iterate import current_iteration, iterate
+from .iterate import IterateResult, current_iteration, iterate
 from .phase4_state import pick_best
 
 MAX_TEACHER_ATTEMPTS = 4  # per iteration: the first write plus fixes after failures
@@ -56,6 +56,43 @@ def _timed(rd: RunDir, name: str, fn: Callable[[], Any], timings: dict[str, floa
         line(f"end ({fmt_duration(timings[name])})")
 
 
+def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], *, quiet: bool = False,
+                         once: bool = False, timings: dict[str, float] | None = None,
+                         **iterate_options: Any) -> IterateResult:
+    """Phase 3 with the teacher answering its stops: call `iterate` until Phase 3 ends (with `once`,
+    until one iteration is done), and at each teacher stop or failed gate call the teacher, with
+    the failure list as feedback, at most MAX_TEACHER_ATTEMPTS times per iteration.
+    `iterate_options` go to iterate; --restart / --resume only to its first call (the stuck job's)."""
+    timings = {} if timings is None else timings
+    attempts: dict[int, int] = {}
+    options = dict(iterate_options)
+    while True:
+        try:
+            result = _timed(rd, "iterate", lambda: iterate(rd, quiet=quiet, once=once, **options), timings)
+        except (TeacherActionNeeded, GateFailed) as stop:
+            n = current_iteration(rd)
+            attempts[n] = attempts.get(n, 0) + 1
+            if attempts[n] > MAX_TEACHER_ATTEMPTS:
+                raise SelfImproveError(
+                    f"iter_{n}: the teacher could not produce data that passes the gates in "
+                    f"{MAX_TEACHER_ATTEMPTS} attempts; last failure: {str(stop).splitlines()[0]}"
+                ) from None
+            # A fresh skeleton is a first write; anything else is a fix request.
+            fresh = isinstance(stop, TeacherActionNeeded) and str(stop).startswith("teacher: fill")
+            feedback = None if fresh else str(stop)
+            if not quiet:
+                console.print(f"teacher: iter_{n} ({'write' if fresh else 'fix: ' + str(stop).splitlines()[0]})")
+            started = time.perf_counter()
+            call_teacher(teacher, make_context(rd, n, feedback))
+            timings["teacher"] = timings.get("teacher", 0.0) + time.perf_counter() - started
+            continue
+        finally:
+            options.pop("restart", None)
+            options.pop("resume", None)
+        if result.kind == "ended" or once:
+            return result
+
+
 def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
              seeds: int | None = None, quiet: bool = False, allow_no_signal: bool = False,
              parallel: int | None = None) -> dict[str, Any]:
@@ -79,30 +116,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
         return {**finalize(rd), "timings_s": timings}
     _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal), timings)
 
-    attempts: dict[int, int] = {}
-    feedback: str | None = None
-    while True:
-        try:
-            result = _timed(rd, "iterate", lambda: iterate(rd, quiet=quiet), timings)
-        except (TeacherActionNeeded, GateFailed) as stop:
-            n = current_iteration(rd)
-            attempts[n] = attempts.get(n, 0) + 1
-            if attempts[n] > MAX_TEACHER_ATTEMPTS:
-                raise SelfImproveError(
-                    f"iter_{n}: the teacher could not produce data that passes the gates in "
-                    f"{MAX_TEACHER_ATTEMPTS} attempts; last failure: {str(stop).splitlines()[0]}"
-                ) from None
-            # A fresh skeleton is a first write; anything else is a fix request.
-            fresh = isinstance(stop, TeacherActionNeeded) and str(stop).startswith("teacher: fill")
-            feedback = None if fresh else str(stop)
-            if not quiet:
-                console.print(f"teacher: iter_{n} ({'write' if fresh else 'fix: ' + str(stop).splitlines()[0]})")
-            started = time.perf_counter()
-            call_teacher(teacher, make_context(rd, n, feedback))
-            timings["teacher"] = timings.get("teacher", 0.0) + time.perf_counter() - started
-            continue
-        if result.kind == "ended":
-            break
+    iterate_with_teacher(rd, teacher, quiet=quiet, timings=timings)
     if pick_best(rd.read_metrics().iters) is not None:
         _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet, parallel=parallel), timings)  # seeds: run.json
     elif not quiet:  # e.g. the budget ran out during iter_0: nothing to compare, still summarise

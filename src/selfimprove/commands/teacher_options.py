@@ -1,0 +1,53 @@
+"""The --teacher flags of `run` and `iterate`: a spec string, and the built-in LLM teacher's API flags."""
+
+from __future__ import annotations
+
+from typing import Annotated, Callable, Optional
+
+import typer
+
+from ..errors import UsageError
+from ..llm_teacher import SPEC_PREFIX, ApiSettings, LlmTeacher
+from ..teacher import TeacherContext, load_teacher
+
+TeacherBaseUrlOpt = Annotated[str, typer.Option(
+    envvar=["SELFIMPROVE_TEACHER_BASE_URL", "OPENAI_BASE_URL"],
+    help="--teacher llm:MODEL: the OpenAI-compatible API's base URL, e.g. http://localhost:8000/v1 for a local vLLM.")]
+TeacherKeyEnvOpt = Annotated[str, typer.Option(
+    envvar="SELFIMPROVE_TEACHER_API_KEY_ENV",
+    help="--teacher llm:MODEL: the NAME of the environment variable holding the API key (never the key). Needed "
+         "for the default URL only; a local server without one gets 'unused'.")]
+TeacherMaxTokensOpt = Annotated[Optional[int], typer.Option(
+    min=1, help="--teacher llm:MODEL: tokens (prompt + completion) one iteration may spend; no request is sent "
+                "past it (exit 1: raise it and re-run). Default: no cap.")]
+TeacherTimeoutOpt = Annotated[float, typer.Option(min=1, help="--teacher llm:MODEL: seconds per request.")]
+TeacherRetriesOpt = Annotated[int, typer.Option(
+    min=0, max=20, help="--teacher llm:MODEL: retries with backoff on timeouts, refused connections, 429 and 5xx; "
+                        "then exit 75 (retry later, nothing written).")]
+
+# The parameter names of the flags above: given with a non-LLM teacher, they are refused.
+LLM_FLAGS = ("teacher_base_url", "teacher_api_key_env", "teacher_max_tokens", "teacher_timeout", "teacher_retries")
+
+
+def make_teacher(spec: str, ctx: typer.Context, *, base_url: str, api_key_env: str, max_tokens: int | None,
+                 timeout_s: float, retries: int) -> Callable[[TeacherContext], None]:
+    """`llm:MODEL` -> the built-in LLM teacher; anything else -> load_teacher (MODULE:OBJECT, file.py:OBJECT)."""
+    if spec.startswith(SPEC_PREFIX):
+        model = spec[len(SPEC_PREFIX):].strip()
+        if not model:
+            raise UsageError(f"--teacher '{spec}': name the model after llm:, e.g. llm:gpt-4.1 or llm:Qwen/Qwen3-32B")
+        if not api_key_env.strip() or "=" in api_key_env or " " in api_key_env:
+            raise UsageError("--teacher-api-key-env: give the NAME of the variable that holds the key "
+                             "(e.g. OPENAI_API_KEY), never the key itself")
+        return LlmTeacher(ApiSettings(model=model, base_url=base_url, api_key_env=api_key_env, timeout_s=timeout_s,
+                                      retries=retries, max_tokens=max_tokens)).write
+    refuse_llm_flags(ctx, f"not for '{spec}'")
+    return load_teacher(spec)
+
+
+def refuse_llm_flags(ctx: typer.Context, why: str) -> None:
+    """An LLM teacher flag typed on a command that calls no LLM teacher is a mistake, not a no-op."""
+    given = [f"--{name.replace('_', '-')}" for name in LLM_FLAGS
+             if (source := ctx.get_parameter_source(name)) is not None and source.name == "COMMANDLINE"]
+    if given:
+        raise UsageError(f"{', '.join(given)}: for --teacher llm:MODEL only, {why}; drop them")
