@@ -20,8 +20,8 @@ def recorded(name: str = "good_reply.md") -> str:
 
 
 class ReplayServer:
-    def __init__(self, default: str | int, script: list[str | int] | None = None):
-        self.default, self.script = default, list(script or [])
+    def __init__(self, default: str | int, script: list[str | int] | None = None, headers_echo: bool = True):
+        self.default, self.script, self.headers_echo = default, list(script or []), headers_echo
         self.requests: list[dict] = []  # {"path", "headers", "body" (raw text)}
         server = self
 
@@ -35,7 +35,10 @@ class ReplayServer:
                                         "body": body})
                 answer = server.script.pop(0) if server.script else server.default
                 if isinstance(answer, int):
-                    payload = json.dumps({"error": {"message": f"replay status {answer}", "type": "test"}}).encode()
+                    # like hosted APIs, echo the key back in the error (the teacher must scrub it)
+                    echoed = server.headers_echo and self.headers.get("authorization", "")
+                    message = f"replay status {answer}" + (f"; Incorrect API key provided: {echoed}" if echoed else "")
+                    payload = json.dumps({"error": {"message": message, "type": "test"}}).encode()
                     self.send_response(answer)
                     self.send_header("retry-after-ms", "1")
                 else:

@@ -191,3 +191,17 @@ def test_iterate_with_the_llm_teacher_does_one_iteration(run: RunDir) -> None:
 def test_llm_flags_on_iterate_without_a_teacher_are_refused(run: RunDir) -> None:
     proc = cli("iterate", "--run-dir", str(run.root), "--teacher-retries", "2")
     assert proc.returncode == 2 and "--teacher-retries: for --teacher llm:MODEL only" in proc.stderr
+
+
+def test_a_refused_key_is_one_line_without_the_key(run: RunDir) -> None:
+    with ReplayServer(401) as server:  # its error message echoes the Authorization header
+        proc = cli("run", "--run-dir", str(run.root), *llm_args(server.url))
+    assert proc.returncode == 1 and "refused with HTTP 401" in proc.stderr and "--teacher-api-key-env" in proc.stderr
+    assert len(server.requests) == 1 and KEY not in proc.stderr + proc.stdout and KEY[:15] not in proc.stderr
+    assert not any(KEY.encode() in p.read_bytes() for p in run.root.rglob("*") if p.is_file())
+
+
+def test_the_default_url_needs_the_key_variable(run: RunDir) -> None:
+    proc = cli("run", "--run-dir", str(run.root), "--teacher", "llm:gpt-4.1", "--teacher-api-key-env", "NO_SUCH_KEY_VAR",
+               env_extra={"OPENAI_BASE_URL": "", "SELFIMPROVE_TEACHER_BASE_URL": ""})
+    assert proc.returncode == 2 and "$NO_SUCH_KEY_VAR is empty or not set" in proc.stderr

@@ -8,6 +8,7 @@ import typer
 
 from ..errors import UsageError
 from ..llm_teacher import SPEC_PREFIX, ApiSettings, LlmTeacher
+from ..llm_teacher.api import OPENAI_URL
 from ..teacher import TeacherContext, load_teacher
 
 TeacherBaseUrlOpt = Annotated[str, typer.Option(
@@ -39,8 +40,14 @@ def make_teacher(spec: str, ctx: typer.Context, *, base_url: str, api_key_env: s
         if not api_key_env.strip() or "=" in api_key_env or " " in api_key_env:
             raise UsageError("--teacher-api-key-env: give the NAME of the variable that holds the key "
                              "(e.g. OPENAI_API_KEY), never the key itself")
-        return LlmTeacher(ApiSettings(model=model, base_url=base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                                      retries=retries, max_tokens=max_tokens)).write
+        base_url = base_url.strip() or OPENAI_URL  # an empty OPENAI_BASE_URL means the default, as for the SDK
+        if not base_url.startswith(("http://", "https://")):
+            raise UsageError(f"--teacher-base-url '{base_url}': not an http(s) URL; give the API's base, e.g. "
+                             "http://localhost:8000/v1")
+        settings = ApiSettings(model=model, base_url=base_url, api_key_env=api_key_env, timeout_s=timeout_s,
+                               retries=retries, max_tokens=max_tokens)
+        settings.key()  # a missing key fails here, before bootstrap or any phase has run
+        return LlmTeacher(settings).write
     refuse_llm_flags(ctx, f"not for '{spec}'")
     return load_teacher(spec)
 
