@@ -21,8 +21,8 @@ Its best input is `ctx.weakness` (iter_N/weakness_stats.json, the same figures
 `selfimprove weaknesses` shows): per prompt group of the real train split, how
 often iter_0 solved it over its run, and a class (never / rare / learning /
 solved). examples/minimal_teacher.py is a complete teacher built on it.
-A teacher that calls an LLM API fits here: build the prompt from
-`ctx.weakness`, `ctx.failures_path`, `ctx.analysis` and `ctx.hub_env`, write the two files.
+A teacher that calls an LLM API fits here; the built-in one is selfimprove.llm_teacher
+(`--teacher llm:MODEL`), which sends SKILL.md's teacher sections and these inputs.
 """
 
 from __future__ import annotations

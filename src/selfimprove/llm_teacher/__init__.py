@@ -30,7 +30,7 @@ class LlmTeacher:
     def write(self, ctx: TeacherContext) -> None:
         transcripts = Transcripts(ctx.iter_dir)
         messages = self._conversation(ctx, transcripts)
-        for attempt in range(1, FORMAT_TRIES + 1):
+        for _ in range(FORMAT_TRIES):
             exchange = chat(self.settings, messages, transcripts)
             _record_tokens(ctx, transcripts)
             reply, problems = parse_reply(exchange["reply"], ctx.iteration)
