@@ -205,3 +205,17 @@ def test_the_default_url_needs_the_key_variable(run: RunDir) -> None:
     proc = cli("run", "--run-dir", str(run.root), "--teacher", "llm:gpt-4.1", "--teacher-api-key-env", "NO_SUCH_KEY_VAR",
                env_extra={"OPENAI_BASE_URL": "", "SELFIMPROVE_TEACHER_BASE_URL": ""})
     assert proc.returncode == 2 and "$NO_SUCH_KEY_VAR is empty or not set" in proc.stderr
+
+
+def test_run_dir_alone_resumes_with_the_recorded_teacher(run: RunDir) -> None:
+    """`run --run-dir R` without --teacher reuses run.json's teacher and its flags (never the key);
+    a flag typed again overrides its recorded value."""
+    with ReplayServer(503) as down:
+        first = cli("run", "--run-dir", str(run.root), *llm_args(down.url, "--teacher-retries", "1"))
+    assert first.returncode == 75
+    recorded = json.loads(run.run_json.read_text())["teacher"]
+    assert recorded["spec"] == "llm:replay-model" and recorded["settings"]["teacher_api_key_env"] == KEY_ENV
+    assert recorded["settings"]["teacher_retries"] == 1 and KEY not in json.dumps(recorded)
+    with ReplayServer(401) as other:
+        again = cli("run", "--run-dir", str(run.root), "--teacher-base-url", other.url)
+    assert again.returncode == 1 and "llm:replay-model at " + other.url in again.stderr and len(other.requests) == 1

@@ -90,6 +90,9 @@ class RunConfig(FileModel):
     # The built-in LLM teacher's (`run --teacher llm:MODEL`) tokens per iteration ("iter_1": prompt +
     # completion over every request it paid for; replays of saved exchanges are free and not counted).
     teacher_tokens: dict[str, int] = Field(default_factory=dict)
+    # `run --teacher` as last given: {"spec": ..., "settings": the LLM teacher's flags (URL, key VARIABLE
+    # name, caps; never the key)}. `run --run-dir` without --teacher resumes with it. null: the env's default.
+    teacher: dict[str, Any] | None = None
 
     engine: EngineName = "prime-rl"
     engine_command: list[str] | None = None  # overrides the engine's default launcher, e.g. ["uv","run","rl"]

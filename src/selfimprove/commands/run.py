@@ -19,7 +19,7 @@ from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 from .bootstrap import options_from_params
 from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxTokensOpt, TeacherRetriesOpt,
-                              TeacherTimeoutOpt, make_teacher)
+                              TeacherTimeoutOpt, make_teacher, recorded_teacher, teacher_record)
 
 
 TEACHERS_GROUP = "selfimprove.teachers"  # entry points: name = an env id, value = a --teacher spec string
@@ -95,7 +95,7 @@ def command(
 
         selfimprove run selfimprove-arith --model selfimprove/tiny-arith --budget 8m \\
             --batch-size 256 --teacher examples/arith_teacher.py:ArithTeacher
-        selfimprove run --run-dir runs/selfimprove-arith-2026-11-29T150000Z
+        selfimprove run --run-dir runs/selfimprove-arith-2026-11-29T150000Z  # its recorded --teacher
         selfimprove run selfimprove-arith --teacher llm:gpt-4.1 \\
             --teacher-max-tokens 400000
         selfimprove run selfimprove-arith --teacher llm:Qwen/Qwen3-32B \\
@@ -110,13 +110,22 @@ def command(
         opts = options_from_params(bctx.params)
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
+    llm = {"teacher_base_url": teacher_base_url, "teacher_api_key_env": teacher_api_key_env,
+           "teacher_max_tokens": teacher_max_tokens, "teacher_timeout": teacher_timeout,
+           "teacher_retries": teacher_retries}
+    record = None  # an explicit --teacher is recorded in run.json, so `run --run-dir R` resumes with it
+    if teacher is not None:
+        record = teacher_record(teacher, llm)
+    elif run_dir is not None:
+        teacher, llm = recorded_teacher(ctx, RunDir(run_dir).require().read_run().teacher, llm)
     if teacher is None:
         env_id = RunDir(run_dir).require().read_run().hub_id if run_dir else (opts.hub_id or opts.dataset)
         teacher = default_teacher(env_id)
-    write = make_teacher(teacher, ctx, base_url=teacher_base_url, api_key_env=teacher_api_key_env,
-                         max_tokens=teacher_max_tokens, timeout_s=teacher_timeout, retries=teacher_retries)
+    write = make_teacher(teacher, ctx, base_url=llm["teacher_base_url"], api_key_env=llm["teacher_api_key_env"],
+                         max_tokens=llm["teacher_max_tokens"], timeout_s=llm["teacher_timeout"],
+                         retries=llm["teacher_retries"])
     result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal,
-                 parallel=parallel)
+                 parallel=parallel, teacher_record=record)
     incomplete = incomplete_message(result)
     if json_:
         print_json(result)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Any, Callable, Optional
 
 import typer
 
@@ -52,9 +52,29 @@ def make_teacher(spec: str, ctx: typer.Context, *, base_url: str, api_key_env: s
     return load_teacher(spec)
 
 
+def _given(ctx: typer.Context, name: str) -> bool:
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
+
+
+def teacher_record(spec: str, llm_values: dict[str, Any]) -> dict[str, Any]:
+    """What run.json `teacher` keeps of this --teacher: the spec, and for llm:MODEL its flags (no key)."""
+    return {"spec": spec, "settings": dict(llm_values) if spec.startswith(SPEC_PREFIX) else {}}
+
+
+def recorded_teacher(ctx: typer.Context, recorded: dict[str, Any] | None,
+                     llm_values: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+    """`run --run-dir R` without --teacher: run.json's teacher, its recorded LLM flags under the ones
+    typed on this command line. (None, llm_values) when the run recorded none."""
+    if not recorded or not isinstance(recorded.get("spec"), str):
+        return None, llm_values
+    saved = recorded.get("settings") or {}
+    return recorded["spec"], {name: (saved[name] if name in saved and not _given(ctx, name) else value)
+                              for name, value in llm_values.items()}
+
+
 def refuse_llm_flags(ctx: typer.Context, why: str) -> None:
     """An LLM teacher flag typed on a command that calls no LLM teacher is a mistake, not a no-op."""
-    given = [f"--{name.replace('_', '-')}" for name in LLM_FLAGS
-             if (source := ctx.get_parameter_source(name)) is not None and source.name == "COMMANDLINE"]
+    given = [f"--{name.replace('_', '-')}" for name in LLM_FLAGS if _given(ctx, name)]
     if given:
         raise UsageError(f"{', '.join(given)}: for --teacher llm:MODEL only, {why}; drop them")

@@ -95,7 +95,7 @@ def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], 
 
 def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
              seeds: int | None = None, quiet: bool = False, allow_no_signal: bool = False,
-             parallel: int | None = None) -> dict[str, Any]:
+             parallel: int | None = None, teacher_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings.
     `parallel`: Phase 4 arms trained at once (None: compare's default for the engine).
 
@@ -110,6 +110,11 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
             _timed(rd, "compare", lambda: compare(rd, control=control, seeds=seeds, quiet=quiet, parallel=parallel), timings)
         return {**_timed(rd, "finalize", lambda: finalize(rd), timings), "timings_s": timings}
     record_seeds(rd, seeds)
+    if teacher_record is not None and teacher_record != cfg.teacher:
+        with rd.lock("run --teacher"), rd.updating():
+            latest = rd.read_run()
+            latest.teacher = teacher_record
+            rd.write_run(latest)
     if not rd.hub_env_json.is_file():
         _timed(rd, "introspect", lambda: introspect(rd), timings)
     if rd.read_run().status == "aborted":  # re-read: introspect records an env it cannot load as an abort
@@ -129,7 +134,8 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
 
 def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[TeacherContext], None],
         *, control: bool = True, seeds: int | None = None, quiet: bool = False,
-        allow_no_signal: bool = False, parallel: int | None = None) -> dict[str, Any]:
+        allow_no_signal: bool = False, parallel: int | None = None,
+        teacher_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """Bootstrap (unless resuming an existing run dir), then drive the run to its end."""
     check_seeds(seeds)  # before bootstrap writes a run dir
     check_parallel(parallel)
@@ -142,4 +148,5 @@ def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[
     else:
         rd = RunDir(run_dir).require()
     return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, seeds=seeds, quiet=quiet,
-                                                allow_no_signal=allow_no_signal, parallel=parallel)}
+                                                allow_no_signal=allow_no_signal, parallel=parallel,
+                                                teacher_record=teacher_record)}
