@@ -47,7 +47,10 @@ def test_describe_taskset_for_hub_env():
     d = describe_taskset("selfimprove_arith_v1", {"split": "eval", "num_examples": 2})
     assert d["api"] == "verifiers.v1" and (d["taskset_class"], d["task_class"]) == ("ArithTaskset", "ArithTask")
     assert d["rewards"] == [{"name": "correct_answer", "weight": 1.0}] and d["answer_field"] == "answer"
-    assert d["config_fields"] == ["num_examples", "split"] and d["example_prompt"]
+    # split "eval" for training too: every task is evaluated, so sealed, and none is shown as the example
+    assert d["config_fields"] == ["num_examples", "split"] and d["example_prompt"] is None
+    assert describe_taskset("selfimprove_arith_v1", {"split": "eval", "num_examples": 2},
+                            evaluated_examples=1)["example_prompt"]
 
 
 BAD = {

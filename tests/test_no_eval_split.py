@@ -187,6 +187,9 @@ def test_v1_taskset_without_eval_split_records_the_evaluated_ids(tmp_path, monke
     d = describe_taskset("v1_no_eval_five", {}, evaluated_examples=5)
     assert d["eval_rows"] is None and d["evaluated_example_ids"] == [100, 101, 102, 103, 104]
     assert d["train_samples"] and {s["question"] for s in d["train_samples"]} <= {"5+5", "6+6", "7+7"}
+    # hub_env.json reaches the teacher: its example prompt and the probe with a real answer are unsealed tasks
+    assert "5+5" in str(d["example_prompt"]) and not set(d["answer_extraction"]["probe_rewards"]) & {"0", "2", "4", "6", "8"}
+    assert "10" in d["answer_extraction"]["probe_rewards"]
 
 
 def test_iteration_results_say_train_no_eval_split(run: RunDir):

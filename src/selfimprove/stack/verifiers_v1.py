@@ -231,11 +231,23 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None, eva
     tasks = load_tasks(module_name, train_args)
     if not tasks:
         raise ConfigError(f"taskset module '{module_name}': load() yielded no task with {train_args}; check the split or size fields")
-    first = tasks[0]
+    eval_rows = len(load_tasks(module_name, eval_args)) if eval_args != train_args else None  # counted, never read
+    # Without an eval split arms are scored on the first `evaluated_examples` train tasks: sealed, so only
+    # their ids are recorded (their train rollouts never reach the teacher) and no sample is drawn from them.
+    sealed_ids, first_unsealed = None, 0
+    if eval_rows is None:
+        first_unsealed = len(tasks) if evaluated_examples < 0 else min(evaluated_examples, len(tasks))
+        sealed_ids = [t.data.idx if t.data.idx is not None else i for i, t in enumerate(tasks[:first_unsealed])]
+    # The example prompt and the probe with a real answer come from a task the arms are NOT scored on:
+    # hub_env.json reaches the teacher (the agent, the LLM teacher's requests). When every task is
+    # sealed there is no example, and the probes use fixed replies only.
+    first = tasks[first_unsealed] if first_unsealed < len(tasks) else tasks[0]
+    example = first if first_unsealed < len(tasks) else None
     own = sorted(set(type(first.data).model_fields) - set(_task_data_fields()))
     answer_field = "answer" if "answer" in own else (own[0] if own else None)
     probes = {}
-    for reply in (*PROBE_REPLIES, str(getattr(first.data, answer_field, "")) if answer_field else "0"):
+    real_answer = (str(getattr(example.data, answer_field, "")) if answer_field else "0") if example else None
+    for reply in (*PROBE_REPLIES, *([real_answer] if real_answer is not None else [])):
         try:
             trace = asyncio.run(score_reply(first, reply))
         except Exception as e:
@@ -245,13 +257,6 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None, eva
                 f"{reply!r} ({first_line(cause)}); make it return 0.0 for a reply it cannot read"
             ) from None
         probes[reply] = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
-    eval_rows = len(load_tasks(module_name, eval_args)) if eval_args != train_args else None  # counted, never read
-    # Without an eval split arms are scored on the first `evaluated_examples` train tasks: sealed, so only
-    # their ids are recorded (their train rollouts never reach the teacher) and no sample is drawn from them.
-    sealed_ids, first_unsealed = None, 0
-    if eval_rows is None:
-        first_unsealed = len(tasks) if evaluated_examples < 0 else min(evaluated_examples, len(tasks))
-        sealed_ids = [t.data.idx if t.data.idx is not None else i for i, t in enumerate(tasks[:first_unsealed])]
     pool = range(first_unsealed, len(tasks))
     picked = sorted(random.Random(0).sample(pool, min(N_TRAIN_SAMPLES, len(pool))))
     return {
@@ -269,7 +274,7 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None, eva
         "train_rows": len(tasks),
         "eval_rows": eval_rows,
         "system_prompt": first.data.system_prompt,
-        "example_prompt": first.data.prompt,
+        "example_prompt": example.data.prompt if example is not None else None,
         "answer_field": answer_field,
         "task_fields": own,
         "answer_extraction": {
