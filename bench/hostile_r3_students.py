@@ -25,7 +25,7 @@ ENVS.mkdir()
 (ENVS / "classic_only_env.py").write_text("def load_environment(**kw):\n    return None\n")
 (ENVS / "taskset_only_env.py").write_text("import verifiers.v1 as vf\n\nclass T(vf.Taskset):\n    pass\n")
 WITH_ENVS = {"PYTHONPATH": os.pathsep.join(p for p in (str(ENVS), os.environ.get("PYTHONPATH", "")) if p)}
-SHIPPED = REPO / "src" / "selfimprove" / "rl" / "students" / "tiny-arith"
+SHIPPED = REPO / "src" / "selfimprove_arith" / "student" / "tiny-arith"
 NO_SMALL_MODEL = [a for i, a in enumerate(SMALL) if a != "--model" and (i == 0 or SMALL[i - 1] != "--model")]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -13,6 +12,7 @@ from ..llm_teacher.api import DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_
 from ..models import MAX_PARALLEL, MAX_SEEDS
 from ..phases.finalize import incomplete_message
 from ..phases.run import run
+from ..plugins import load_entry_points
 from ..report.table import recommendation_line, summary_renderable
 from ..rundir import RunDir
 from ..ui import out
@@ -27,19 +27,11 @@ TEACHERS_GROUP = "selfimprove.teachers"  # entry points: name = an env id, value
 
 def registered_teachers() -> dict[str, str]:
     """The default --teacher of each env that declares one (an env package's `selfimprove.teachers` entry point)."""
-    teachers: dict[str, str] = {}
-    for ep in importlib.metadata.entry_points(group=TEACHERS_GROUP):
-        try:
-            spec = ep.load()
-        except Exception as e:  # a broken plugin is named, not a traceback from importlib
-            raise UsageError(f"entry point {TEACHERS_GROUP} '{ep.name}' = {ep.value}: cannot load it "
-                             f"({type(e).__name__}: {e}); fix or uninstall the package that declares it, or pass "
-                             "--teacher") from None
-        if not isinstance(spec, str):
-            raise UsageError(f"entry point {TEACHERS_GROUP} '{ep.name}' = {ep.value}: a {type(spec).__name__}, not "
-                             "a --teacher spec string; fix the package that declares it, or pass --teacher")
-        teachers.setdefault(ep.name, spec)
-    return teachers
+    return load_entry_points(TEACHERS_GROUP, _not_a_spec, error=UsageError, fix=", or pass --teacher")
+
+
+def _not_a_spec(name: str, spec: object) -> str | None:
+    return None if isinstance(spec, str) else f"a {type(spec).__name__}, not a --teacher spec string"
 
 
 def default_teacher(env_id: str) -> str:

@@ -25,6 +25,7 @@ from ..errors import ConfigError, RunDirError
 from ..models import HubEnv, RunConfig
 from ..rundir import RunDir, read_model
 from ..stack.dialects import dialect_for
+from ..stack.prime_rl import Dialect
 from ..stack.env_python import env_python_of
 
 
@@ -61,7 +62,7 @@ class RunContext:
         return dataclasses.replace(self, cfg=cfg)
 
     @property
-    def dialect(self):  # what stack.dialects.dialect_for returns
+    def dialect(self) -> Dialect:
         """The run's prime-rl / verifiers dialect (run.json `stack`)."""
         return dialect_for(self.cfg)
 

@@ -16,13 +16,13 @@ they need and where their directory lies.
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ..errors import ConfigError
+from ..plugins import load_entry_points
 
 GROUP = "selfimprove.students"
 
@@ -83,20 +83,11 @@ class BuiltinStudent:
 @functools.cache
 def registered() -> dict[str, BuiltinStudent]:
     """Every registered built-in student by id (entry points read and loaded once per process)."""
-    students: dict[str, BuiltinStudent] = {}
-    for ep in importlib.metadata.entry_points(group=GROUP):
-        if ep.name in students:
-            continue  # the same distribution seen twice on sys.path: the first one wins, as for imports
-        try:
-            student = ep.load()
-        except Exception as e:  # a broken plugin is named, not a traceback from importlib
-            raise ConfigError(f"entry point {GROUP} '{ep.name}' = {ep.value}: cannot load it ({type(e).__name__}: "
-                              f"{e}); fix or uninstall the package that declares it") from None
-        if not isinstance(student, BuiltinStudent) or student.id != ep.name:
-            raise ConfigError(f"entry point {GROUP} '{ep.name}' = {ep.value}: not a BuiltinStudent with id "
-                              f"'{ep.name}'; fix the package that declares it")
-        students[ep.name] = student
-    return students
+    return load_entry_points(GROUP, _not_a_student, error=ConfigError)
+
+
+def _not_a_student(name: str, obj: Any) -> str | None:
+    return None if isinstance(obj, BuiltinStudent) and obj.id == name else f"not a BuiltinStudent with id '{name}'"
 
 
 def ids() -> list[str]:
