@@ -85,6 +85,9 @@ def test_run_reaches_finalize_against_the_replay_server(run: RunDir) -> None:
     assert "drop one of two quantities before adding" in pad and "_teacher: what the failed" not in pad
     tokens = f"LLM teacher tokens (prompt + completion, paid requests only): iter_1 {cfg['teacher_tokens']['iter_1']}"
     assert tokens in pad and json.loads(proc.stdout)["teacher_tokens"] == cfg["teacher_tokens"]  # summary and --json
+    status = cli("status", "--run-dir", str(run.root))
+    assert f"teacher llm:replay-model | tokens (prompt + completion): iter_1 {cfg['teacher_tokens']['iter_1']}" \
+        in status.stdout, status.stdout + status.stderr
 
 
 def test_gate_failures_go_back_to_the_model_up_to_the_cap(run: RunDir) -> None:
@@ -97,7 +100,8 @@ def test_gate_failures_go_back_to_the_model_up_to_the_cap(run: RunDir) -> None:
         assert len(server.requests) == 4
         for k, request in enumerate(server.requests[1:], start=2):
             messages = json.loads(request["body"])["messages"]
-            assert len(messages) == 2 * k and "rows" in messages[-1]["content"]  # each fix: the reply + gate report
+            assert len(messages) == 4 and "rows" in messages[-1]["content"]  # each fix: opening, reply, gate report
+            assert messages[:2] == json.loads(server.requests[0]["body"])["messages"]
         again = cli("run", "--run-dir", str(run.root), *llm_args(server.url))
     assert again.returncode == 1 and len(server.requests) == 8
     assert len(list((run.iter(1).dir / "llm_teacher").glob("*.json"))) == 8

@@ -44,6 +44,11 @@ from .resources import project_file
 from .rundir import RunDir, atomic_write_text, read_json_object, require_json_object
 from .scratchpad import fill_teacher_sections
 
+# Per iteration, for every teacher: the first write plus fixes after failures. `run` and
+# `iterate --teacher` stop after this many failed gates; the LLM teacher also re-asks a reply
+# it cannot use at most this many times.
+MAX_TEACHER_ATTEMPTS = 4
+
 
 @dataclass
 class TeacherContext:

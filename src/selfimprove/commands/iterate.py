@@ -13,8 +13,8 @@ from ..phases.run import iterate_with_teacher
 from ..rundir import RunDir
 from ..ui import out, phase_line
 from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
-from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxTokensOpt, TeacherRetriesOpt,
-                              TeacherTimeoutOpt, make_teacher, refuse_llm_flags)
+from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
+                              TeacherRetriesOpt, TeacherTimeoutOpt, make_teacher, refuse_llm_flags)
 
 
 @cli_errors
@@ -30,6 +30,7 @@ def command(
     teacher_base_url: TeacherBaseUrlOpt = OPENAI_URL,
     teacher_api_key_env: TeacherKeyEnvOpt = DEFAULT_KEY_ENV,
     teacher_max_tokens: TeacherMaxTokensOpt = None,
+    teacher_max_reply_tokens: TeacherMaxReplyTokensOpt = None,
     teacher_timeout: TeacherTimeoutOpt = DEFAULT_TIMEOUT_S,
     teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
     json_: JsonOpt = False,
@@ -69,8 +70,10 @@ def command(
         result = iterate(rd, restart=restart, resume=resume, quiet=json_, once=once, gen_timeout=gen_timeout,
                          cap_hours=cap_hours, on_step=on_step)
     else:
-        write = make_teacher(teacher, cli_ctx, base_url=teacher_base_url, api_key_env=teacher_api_key_env,
-                             max_tokens=teacher_max_tokens, timeout_s=teacher_timeout, retries=teacher_retries)
+        write = make_teacher(teacher, cli_ctx, {
+            "teacher_base_url": teacher_base_url, "teacher_api_key_env": teacher_api_key_env,
+            "teacher_max_tokens": teacher_max_tokens, "teacher_max_reply_tokens": teacher_max_reply_tokens,
+            "teacher_timeout": teacher_timeout, "teacher_retries": teacher_retries})
         result = iterate_with_teacher(rd, write, quiet=json_, once=True, restart=restart, resume=resume,
                                       gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step)
     if json_:

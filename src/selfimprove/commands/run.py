@@ -18,8 +18,8 @@ from ..rundir import RunDir
 from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 from .bootstrap import options_from_params
-from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxTokensOpt, TeacherRetriesOpt,
-                              TeacherTimeoutOpt, make_teacher, recorded_teacher, teacher_record)
+from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
+                              TeacherRetriesOpt, TeacherTimeoutOpt, make_teacher, recorded_teacher, teacher_record)
 
 
 TEACHERS_GROUP = "selfimprove.teachers"  # entry points: name = an env id, value = a --teacher spec string
@@ -63,6 +63,7 @@ def command(
     teacher_base_url: TeacherBaseUrlOpt = OPENAI_URL,
     teacher_api_key_env: TeacherKeyEnvOpt = DEFAULT_KEY_ENV,
     teacher_max_tokens: TeacherMaxTokensOpt = None,
+    teacher_max_reply_tokens: TeacherMaxReplyTokensOpt = None,
     teacher_timeout: TeacherTimeoutOpt = DEFAULT_TIMEOUT_S,
     teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
     json_: JsonOpt = False,
@@ -103,8 +104,8 @@ def command(
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
     llm = {"teacher_base_url": teacher_base_url, "teacher_api_key_env": teacher_api_key_env,
-           "teacher_max_tokens": teacher_max_tokens, "teacher_timeout": teacher_timeout,
-           "teacher_retries": teacher_retries}
+           "teacher_max_tokens": teacher_max_tokens, "teacher_max_reply_tokens": teacher_max_reply_tokens,
+           "teacher_timeout": teacher_timeout, "teacher_retries": teacher_retries}
     record = None  # an explicit --teacher is recorded in run.json, so `run --run-dir R` resumes with it
     if teacher is not None:
         record = teacher_record(teacher, llm)
@@ -113,9 +114,7 @@ def command(
     if teacher is None:
         env_id = RunDir(run_dir).require().read_run().hub_id if run_dir else (opts.hub_id or opts.dataset)
         teacher = default_teacher(env_id)
-    write = make_teacher(teacher, ctx, base_url=llm["teacher_base_url"], api_key_env=llm["teacher_api_key_env"],
-                         max_tokens=llm["teacher_max_tokens"], timeout_s=llm["teacher_timeout"],
-                         retries=llm["teacher_retries"])
+    write = make_teacher(teacher, ctx, llm)
     result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal,
                  parallel=parallel, teacher_record=record)
     incomplete = incomplete_message(result)

@@ -21,19 +21,24 @@ TeacherKeyEnvOpt = Annotated[str, typer.Option(
 TeacherMaxTokensOpt = Annotated[Optional[int], typer.Option(
     min=1, help="--teacher llm:MODEL: tokens (prompt + completion) one iteration may spend; no request is sent "
                 "past it (exit 1: raise it and re-run). Default: no cap.")]
+TeacherMaxReplyTokensOpt = Annotated[Optional[int], typer.Option(
+    min=1, help="--teacher llm:MODEL: completion tokens one reply may use (sent as max_completion_tokens). Default: "
+                "the server's own limit.")]
 TeacherTimeoutOpt = Annotated[float, typer.Option(min=1, help="--teacher llm:MODEL: seconds per request.")]
 TeacherRetriesOpt = Annotated[int, typer.Option(
     min=0, max=20, help="--teacher llm:MODEL: retries with backoff on timeouts, refused connections, 429 and 5xx; "
                         "then exit 75 (retry later, nothing written).")]
 
 # The parameter names of the flags above: given with a non-LLM teacher, they are refused.
-LLM_FLAGS = ("teacher_base_url", "teacher_api_key_env", "teacher_max_tokens", "teacher_timeout", "teacher_retries")
+LLM_FLAGS = ("teacher_base_url", "teacher_api_key_env", "teacher_max_tokens", "teacher_max_reply_tokens",
+             "teacher_timeout", "teacher_retries")
 
 
-def make_teacher(spec: str, ctx: typer.Context, *, base_url: str, api_key_env: str, max_tokens: int | None,
-                 timeout_s: float, retries: int) -> Callable[[TeacherContext], None]:
-    """`llm:MODEL` -> the built-in LLM teacher; anything else -> load_teacher (MODULE:OBJECT, file.py:OBJECT)."""
+def make_teacher(spec: str, ctx: typer.Context, llm: dict[str, Any]) -> Callable[[TeacherContext], None]:
+    """`llm:MODEL` -> the built-in LLM teacher, configured by `llm` (the LLM_FLAGS' values by
+    parameter name); anything else -> load_teacher (MODULE:OBJECT, file.py:OBJECT)."""
     if spec.startswith(SPEC_PREFIX):
+        base_url, api_key_env = llm["teacher_base_url"], llm["teacher_api_key_env"]
         model = spec[len(SPEC_PREFIX):].strip()
         if not model:
             raise UsageError(f"--teacher '{spec}': name the model after llm:, e.g. llm:gpt-4.1 or llm:Qwen/Qwen3-32B")
@@ -44,8 +49,9 @@ def make_teacher(spec: str, ctx: typer.Context, *, base_url: str, api_key_env: s
         if not base_url.startswith(("http://", "https://")):
             raise UsageError(f"--teacher-base-url '{base_url}': not an http(s) URL; give the API's base, e.g. "
                              "http://localhost:8000/v1")
-        settings = ApiSettings(model=model, base_url=base_url, api_key_env=api_key_env, timeout_s=timeout_s,
-                               retries=retries, max_tokens=max_tokens)
+        settings = ApiSettings(model=model, base_url=base_url, api_key_env=api_key_env,
+                               timeout_s=llm["teacher_timeout"], retries=llm["teacher_retries"],
+                               max_tokens=llm["teacher_max_tokens"], max_reply_tokens=llm["teacher_max_reply_tokens"])
         settings.key()  # a missing key fails here, before bootstrap or any phase has run
         return LlmTeacher(settings).write
     refuse_llm_flags(ctx, f"not for '{spec}'")

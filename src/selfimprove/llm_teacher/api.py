@@ -40,6 +40,7 @@ class ApiSettings:
     timeout_s: float = DEFAULT_TIMEOUT_S
     retries: int = DEFAULT_RETRIES
     max_tokens: int | None = None  # per iteration, prompt + completion, over every request of it
+    max_reply_tokens: int | None = None  # per request, completion only (max_completion_tokens); None: the server's
 
     def key(self) -> str:
         """The API key from the named variable. A local server (vLLM, SGLang, `transformers serve`)
@@ -63,14 +64,19 @@ def scrub(text: str, key: str) -> str:
 
 
 def request_digest(body: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
+    """What identifies a request for replay: the model and the messages (a changed reply-token
+    cap on a resumed run still finds the saved reply)."""
+    asked = {"model": body["model"], "messages": body["messages"]}
+    return hashlib.sha256(json.dumps(asked, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:16]
 
 
 class Transcripts:
     """iter_N/llm_teacher/: every exchange as {request, reply, usage, status}, in order.
 
     status: "pending" (reply saved, files not written yet: a crash there replays it),
-    "written" (its files are in iter_N/), "unusable" (it lacked a required part)."""
+    "written" (its files are in iter_N/), "failed" (they failed a gate or the generator),
+    "unusable" (it lacked a required part). Failed and unusable exchanges are never replayed:
+    the same question then is asked again, instead of meeting the same bad reply."""
 
     def __init__(self, iter_dir: Path):
         self.dir = Path(iter_dir) / TRANSCRIPT_DIR
@@ -82,8 +88,9 @@ class Transcripts:
         return [e for e in (read_json_object(p) for p in self.paths()) if e is not None]
 
     def find(self, digest: str) -> dict[str, Any] | None:
-        hits = [p for p in self.paths() if p.stem.endswith(f"-{digest}")]
-        return read_json_object(hits[-1]) if hits else None
+        """The saved exchange answering the request with this digest, unless its reply failed or was unusable."""
+        hits = [e for p in self.paths() if p.stem.endswith(f"-{digest}") and (e := read_json_object(p)) is not None]
+        return hits[-1] if hits and hits[-1].get("status") not in ("failed", "unusable") else None
 
     def newest(self) -> dict[str, Any] | None:
         exchanges = self.all()
@@ -97,15 +104,18 @@ class Transcripts:
         atomic_write_json(self.dir / f"{len(self.paths()) + 1:02d}-{exchange['digest']}.json", exchange)
 
     def mark(self, digest: str, status: str) -> None:
-        for path in self.paths():
-            if path.stem.endswith(f"-{digest}") and (exchange := read_json_object(path)) is not None:
-                atomic_write_json(path, {**exchange, "status": status})
+        """Set the status of the newest exchange with this digest (older ones, unusable, stay so)."""
+        hits = [path for path in self.paths() if path.stem.endswith(f"-{digest}")]
+        if hits and (exchange := read_json_object(hits[-1])) is not None:
+            atomic_write_json(hits[-1], {**exchange, "status": status})
 
 
 def chat(settings: ApiSettings, messages: list[dict[str, str]], transcripts: Transcripts) -> dict[str, Any]:
     """The exchange answering `messages`: the saved one when this exact request was made before
     (free), else a new request, saved before it is returned."""
-    body = {"model": settings.model, "messages": messages}
+    body: dict[str, Any] = {"model": settings.model, "messages": messages}
+    if settings.max_reply_tokens is not None:
+        body["max_completion_tokens"] = settings.max_reply_tokens  # OpenAI's name; vLLM, SGLang, transformers read it
     digest = request_digest(body)
     if (saved := transcripts.find(digest)) is not None:
         return saved
@@ -116,14 +126,15 @@ def chat(settings: ApiSettings, messages: list[dict[str, str]], transcripts: Tra
                            f"(transcripts in {transcripts.dir})")
     key = settings.key()
     started = time.time()
-    reply, usage = _send(settings, body, key)
-    exchange = {"digest": digest, "request": body, "reply": reply, "usage": usage, "status": "pending",
-                "base_url": settings.base_url, "seconds": round(time.time() - started, 1)}
+    reply, finish_reason, usage = _send(settings, body, key)
+    exchange = {"digest": digest, "request": body, "reply": reply, "finish_reason": finish_reason, "usage": usage,
+                "status": "pending", "base_url": settings.base_url, "seconds": round(time.time() - started, 1)}
     transcripts.save(exchange)
     return exchange
 
 
-def _send(settings: ApiSettings, body: dict[str, Any], key: str) -> tuple[str, dict[str, int]]:
+def _send(settings: ApiSettings, body: dict[str, Any], key: str) -> tuple[str, str | None, dict[str, int]]:
+    """(reply text, finish_reason, token usage) of one chat completion."""
     try:
         import openai
     except ImportError:
@@ -150,4 +161,4 @@ def _send(settings: ApiSettings, body: dict[str, Any], key: str) -> tuple[str, d
                            "API (OpenAI-compatible, ending in /v1)?")
     usage = getattr(response, "usage", None)
     counts = {name: int(getattr(usage, name, 0) or 0) for name in ("prompt_tokens", "completion_tokens", "total_tokens")}
-    return content, counts
+    return content, getattr(choices[0], "finish_reason", None), counts

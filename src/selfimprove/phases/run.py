@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..rundir import RunDir, atomic_write_json
-from ..teacher import TeacherContext, call_teacher, make_context
+from ..teacher import MAX_TEACHER_ATTEMPTS, TeacherContext, call_teacher, make_context
 from ..ui import console, fmt_duration, phase_line
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
@@ -29,9 +29,6 @@ from .finalize import finalize
 from .introspect import introspect
 from .iterate import IterateResult, current_iteration, iterate
 from .phase4_state import pick_best
-
-MAX_TEACHER_ATTEMPTS = 4  # per iteration: the first write plus fixes after failures
-
 
 # Phases whose lines show the --budget clock. It caps Phase 3 only and starts at the
 # first iterate, so introspect and baseline (with any first-use student build) say
