@@ -24,7 +24,7 @@ from selfimprove.stack import toml_paths
 from selfimprove.stack.env_package import file_sha256, installed_provenance
 from selfimprove.ui import budget_line
 
-from loop_helpers import FAKE, GENERATOR, tree_digest, write_teacher_files
+from loop_helpers import tree_digest, write_teacher_files
 
 
 def test_first_call_stops_for_the_teacher_with_skeletons(run: RunDir) -> None:

@@ -20,7 +20,6 @@ from selfimprove.models import MAX_SEEDS, IterRecord, Metrics
 from selfimprove.phases import bootstrap as bootstrap_mod
 from selfimprove.phases.compare import _reopen_for, compare
 from selfimprove.phases.context import RunContext
-from selfimprove.phases.finalize import finalize
 from selfimprove.phases.iterate import iterate
 from selfimprove.phases.status import next_step, run_status
 from selfimprove.rundir import RunDir

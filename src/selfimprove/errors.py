@@ -53,6 +53,13 @@ class EvalParseError(EvalAggregationError):
     """The final eval file is missing, empty or does not parse (iter_0 / iter_N: the run is aborted)."""
 
 
+class TeacherUnreachable(SelfImproveError):
+    """The LLM teacher's API could not be reached after its retries (timeouts, 429, 5xx, refused
+    connections); nothing of the attempt was written, so re-running later resumes (retry later)."""
+
+    exit_code = 75
+
+
 class TeacherActionNeeded(SelfImproveError):
     """The iteration waits for the teacher to write or fix a file."""
 

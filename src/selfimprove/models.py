@@ -87,6 +87,12 @@ class RunConfig(FileModel):
     end_reason: EndReason | None = None  # status "finalized": how the run had ended (its status before finalize)
     compact_warnings: list[str] = Field(default_factory=list)
     phase4_errors: list[Phase4Error] = Field(default_factory=list)
+    # The built-in LLM teacher's (`run --teacher llm:MODEL`) tokens per iteration ("iter_1": prompt +
+    # completion over every request it paid for; replays of saved exchanges are free and not counted).
+    teacher_tokens: dict[str, int] = Field(default_factory=dict)
+    # `run --teacher` as last given: {"spec": ..., "settings": the LLM teacher's flags (URL, key VARIABLE
+    # name, caps; never the key)}. `run --run-dir` without --teacher resumes with it. null: the env's default.
+    teacher: dict[str, Any] | None = None
 
     engine: EngineName = "prime-rl"
     engine_command: list[str] | None = None  # overrides the engine's default launcher, e.g. ["uv","run","rl"]

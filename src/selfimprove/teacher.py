@@ -21,8 +21,8 @@ Its best input is `ctx.weakness` (iter_N/weakness_stats.json, the same figures
 `selfimprove weaknesses` shows): per prompt group of the real train split, how
 often iter_0 solved it over its run, and a class (never / rare / learning /
 solved). examples/minimal_teacher.py is a complete teacher built on it.
-A teacher that calls an LLM API fits here: build the prompt from
-`ctx.weakness`, `ctx.failures_path`, `ctx.analysis` and `ctx.hub_env`, write the two files.
+A teacher that calls an LLM API fits here; the built-in one is selfimprove.llm_teacher
+(`--teacher llm:MODEL`), which sends SKILL.md's teacher sections and these inputs.
 """
 
 from __future__ import annotations
@@ -38,11 +38,16 @@ from typing import Any, Callable, Protocol
 
 import yaml
 
-from .errors import SelfImproveError, TeacherError, UsageError
+from .errors import SelfImproveError, TeacherError, TeacherUnreachable, UsageError
 from .gates.report import Bucket, CustomReward, Domain, Feature, SubDomain, WeaknessReport
 from .resources import project_file
 from .rundir import RunDir, atomic_write_text, read_json_object, require_json_object
 from .scratchpad import fill_teacher_sections
+
+# Per iteration, for every teacher: the first write plus fixes after failures. `run` and
+# `iterate --teacher` stop after this many failed gates; the LLM teacher also re-asks a reply
+# it cannot use at most this many times.
+MAX_TEACHER_ATTEMPTS = 4
 
 
 @dataclass
@@ -132,6 +137,8 @@ def call_teacher(write: Callable[[TeacherContext], None], ctx: TeacherContext) -
     full traceback in iter_N/teacher_error.log (the run resumes after the teacher is fixed)."""
     try:
         write(ctx)
+    except (TeacherError, TeacherUnreachable):
+        raise  # already one line naming the fix (the built-in LLM teacher's API errors: exit 1 / exit 75)
     except (Exception, SystemExit) as e:  # noqa: BLE001  (the teacher is user code; sys.exit() too)
         log = ctx.iter_dir / "teacher_error.log"
         with contextlib.suppress(OSError):

@@ -7,20 +7,32 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
+from ..llm_teacher.api import DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
 from ..phases.iterate import iterate
+from ..phases.run import iterate_with_teacher
 from ..rundir import RunDir
 from ..ui import out, phase_line
 from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
+from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
+                              TeacherRetriesOpt, TeacherTimeoutOpt, make_teacher, refuse_llm_flags)
 
 
 @cli_errors
 def command(
+    cli_ctx: typer.Context,
     run_dir: RunDirOpt,
     once: Annotated[bool, typer.Option(help="Stop after one finished iteration (default: go on until the teacher must act or Phase 3 ends).")] = False,
     restart: Annotated[bool, typer.Option(help="After a crashed training job: clean relaunch of its arm.")] = False,
     resume: Annotated[bool, typer.Option(help="After a crashed training job: relaunch from its last saved checkpoint.")] = False,
     gen_timeout: Annotated[float, typer.Option(help="Seconds gen_dataset.py may run (> 0); then it and its child processes are killed.")] = 900.0,
     cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a training job this many hours past its expected end (default 2).")] = None,
+    teacher: Annotated[Optional[str], typer.Option(help="Answer the teacher stops of ONE iteration with this teacher (as `selfimprove run --teacher`: MODULE:OBJECT, path/to/file.py:OBJECT, or llm:MODEL), then stop as --once does.")] = None,
+    teacher_base_url: TeacherBaseUrlOpt = OPENAI_URL,
+    teacher_api_key_env: TeacherKeyEnvOpt = DEFAULT_KEY_ENV,
+    teacher_max_tokens: TeacherMaxTokensOpt = None,
+    teacher_max_reply_tokens: TeacherMaxReplyTokensOpt = None,
+    teacher_timeout: TeacherTimeoutOpt = DEFAULT_TIMEOUT_S,
+    teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 3: run the current iteration's next incomplete step, and on.
@@ -34,9 +46,13 @@ def command(
     The --budget clock starts at the first iterate (run.json phase3_start_ts)
     and is never reset: bootstrap, introspect and baseline are not charged.
 
+    With --teacher, the teacher answers the stops of one iteration (up to 4
+    attempts, as in `selfimprove run`), then it stops as --once does.
+
     Example usage:
 
         selfimprove iterate --run-dir $RUN_DIR
+        selfimprove iterate --run-dir $RUN_DIR --teacher llm:gpt-4.1
     """
     if not gen_timeout > 0:  # also refuses nan
         raise UsageError(f"--gen-timeout {gen_timeout}: must be a number of seconds > 0")
@@ -49,8 +65,17 @@ def command(
             cfg = rd.read_run()  # re-read: the first iterate starts the budget clock (phase3_start_ts)
             phase_line(step, f"iter_{n}", cfg.phase3_start_ts, cfg.budget_seconds)
 
-    result = iterate(rd, restart=restart, resume=resume, quiet=json_, once=once, gen_timeout=gen_timeout,
-                     cap_hours=cap_hours, on_step=on_step)
+    if teacher is None:
+        refuse_llm_flags(cli_ctx, "and this iterate has no --teacher")
+        result = iterate(rd, restart=restart, resume=resume, quiet=json_, once=once, gen_timeout=gen_timeout,
+                         cap_hours=cap_hours, on_step=on_step)
+    else:
+        write = make_teacher(teacher, cli_ctx, {
+            "teacher_base_url": teacher_base_url, "teacher_api_key_env": teacher_api_key_env,
+            "teacher_max_tokens": teacher_max_tokens, "teacher_max_reply_tokens": teacher_max_reply_tokens,
+            "teacher_timeout": teacher_timeout, "teacher_retries": teacher_retries})
+        result = iterate_with_teacher(rd, write, quiet=json_, once=True, restart=restart, resume=resume,
+                                      gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step)
     if json_:
         print_json({"stop": result.kind, "iteration": result.iteration, "message": result.message, **result.details})
     else:

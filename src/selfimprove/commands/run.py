@@ -8,16 +8,18 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import Phase4Incomplete, UsageError
+from ..llm_teacher.api import DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
 from ..models import MAX_PARALLEL, MAX_SEEDS
 from ..phases.finalize import incomplete_message
 from ..phases.run import run
 from ..plugins import load_entry_points
 from ..report.table import recommendation_line, summary_renderable
 from ..rundir import RunDir
-from ..teacher import load_teacher
 from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 from .bootstrap import options_from_params
+from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
+                              TeacherRetriesOpt, TeacherTimeoutOpt, make_teacher, recorded_teacher, teacher_record)
 
 
 TEACHERS_GROUP = "selfimprove.teachers"  # entry points: name = an env id, value = a --teacher spec string
@@ -52,12 +54,18 @@ def default_teacher(env_id: str) -> str:
 def command(
     ctx: typer.Context,
     dataset: Annotated[Optional[str], typer.Argument(help="Dataset to start a new run on (omit with --run-dir).")] = None,
-    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher). Default: the teacher the env's package declares (examples/arith_teacher.py:ArithTeacher for selfimprove-arith).")] = None,
+    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher), or llm:MODEL for the built-in teacher behind an OpenAI-compatible API (needs the llm extra: pip install selfimprove with [llm]). Default: the teacher the env's package declares (examples/arith_teacher.py:ArithTeacher for selfimprove-arith).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", envvar="SELFIMPROVE_RUN_DIR", help="Resume this run dir instead of bootstrapping a new one.")] = None,
     control: Annotated[bool, typer.Option("--control/--no-control", help="Phase 4 Run C, the equal-compute control.")] = True,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Phase 4 arms trained at once (see `selfimprove compare --help`). Default: 2 with the CPU engine, 1 with prime-rl.")] = None,
     seeds: Annotated[Optional[int], typer.Option(min=1, max=MAX_SEEDS, help="Phase 4 training seeds for Run A, Run C and the best iteration (see `selfimprove compare --help`); recorded in run.json. Default: run.json's value, 1 for a new run.")] = None,
     allow_no_signal: Annotated[bool, typer.Option(help="Go on even when iter_0's rewards do not spread (see `selfimprove baseline --help`).")] = False,
+    teacher_base_url: TeacherBaseUrlOpt = OPENAI_URL,
+    teacher_api_key_env: TeacherKeyEnvOpt = DEFAULT_KEY_ENV,
+    teacher_max_tokens: TeacherMaxTokensOpt = None,
+    teacher_max_reply_tokens: TeacherMaxReplyTokensOpt = None,
+    teacher_timeout: TeacherTimeoutOpt = DEFAULT_TIMEOUT_S,
+    teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
     json_: JsonOpt = False,
 ) -> None:
     """Run the whole loop unattended: bootstrap, introspect, baseline, iterate, compare, finalize.
@@ -71,11 +79,20 @@ def command(
     baseline, so setup, introspection and iter_0 are never charged to it, and
     the controls and summary run after it on their own time.
 
+    `--teacher llm:MODEL` is the built-in teacher behind an OpenAI-compatible
+    API: it follows SKILL.md's teacher sections and saves every request and
+    reply under iter_N/llm_teacher/ (a resumed run replays them, never pays
+    twice). The key stays in the variable --teacher-api-key-env names.
+
     Example usage:
 
         selfimprove run selfimprove-arith --model selfimprove/tiny-arith --budget 8m \\
             --batch-size 256 --teacher examples/arith_teacher.py:ArithTeacher
-        selfimprove run --run-dir runs/selfimprove-arith-2026-11-29T150000Z
+        selfimprove run --run-dir runs/selfimprove-arith-2026-11-29T150000Z  # its recorded --teacher
+        selfimprove run selfimprove-arith --teacher llm:gpt-4.1 \\
+            --teacher-max-tokens 400000
+        selfimprove run selfimprove-arith --teacher llm:Qwen/Qwen3-32B \\
+            --teacher-base-url http://localhost:8000/v1
     """
     opts = None
     if run_dir is None:
@@ -86,12 +103,20 @@ def command(
         opts = options_from_params(bctx.params)
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
+    llm = {"teacher_base_url": teacher_base_url, "teacher_api_key_env": teacher_api_key_env,
+           "teacher_max_tokens": teacher_max_tokens, "teacher_max_reply_tokens": teacher_max_reply_tokens,
+           "teacher_timeout": teacher_timeout, "teacher_retries": teacher_retries}
+    record = None  # an explicit --teacher is recorded in run.json, so `run --run-dir R` resumes with it
+    if teacher is not None:
+        record = teacher_record(teacher, llm)
+    elif run_dir is not None:
+        teacher, llm = recorded_teacher(ctx, RunDir(run_dir).require().read_run().teacher, llm)
     if teacher is None:
         env_id = RunDir(run_dir).require().read_run().hub_id if run_dir else (opts.hub_id or opts.dataset)
         teacher = default_teacher(env_id)
-    write = load_teacher(teacher)
+    write = make_teacher(teacher, ctx, llm)
     result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal,
-                 parallel=parallel)
+                 parallel=parallel, teacher_record=record)
     incomplete = incomplete_message(result)
     if json_:
         print_json(result)

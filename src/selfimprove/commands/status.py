@@ -52,6 +52,10 @@ def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
     reason = f" ({escape('; '.join(bits))})" if bits else ""
     out.print(f"status [bold]{s['status']}[/bold]{reason} | phase reached: {s['phase_reached']}")
     out.print(f"learning signal: {SIGNAL_TEXT[s['learning_signal']]}", markup=False)
+    if s["teacher"]:
+        tokens = ", ".join(f"{it} {n}" for it, n in s["teacher_tokens"].items())
+        out.print(f"teacher {s['teacher']}" + (f" | tokens (prompt + completion): {tokens}" if tokens else ""),
+                  markup=False)
     if s["not_a_result"]:
         out.print(f"[bold red]{escape(s['not_a_result'])}[/bold red]")
     out.print(f"{budget_text(s)} | run elapsed {fmt_duration(s['elapsed_s'])} | "

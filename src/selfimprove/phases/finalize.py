@@ -58,7 +58,7 @@ from typing import Any
 
 from ..faults import fault_point
 from ..models import EvalSummary, IterRecord, Metrics, RunConfig
-from ..report.table import comparison_lines, seed_test_lines, seeds_text
+from ..report.table import comparison_lines, seed_test_lines, seeds_text, teacher_tokens_line
 from ..rundir import RunDir, atomic_write_text, split_seed_key
 from ..stats import compare_arms, compare_over_seeds, one_sample_t_test
 from .arms import recorded_seed
@@ -209,7 +209,7 @@ def build_table(ctx: RunContext) -> dict[str, Any]:
             "recommendation": recommendation, "seeds_measured": measured, "seed_tests": seed_tests,
             "comparisons": comparisons, "caveat": caveat,
             "seed_caveat": None if measured else UNMEASURED_CAVEAT, "no_signal": no_signal,
-            "accuracy_rule": _accuracy_rule(rd)}
+            "accuracy_rule": _accuracy_rule(rd), "teacher_tokens": dict(ctx.cfg.teacher_tokens)}
 
 
 def _no_signal(cfg: RunConfig) -> str | None:
@@ -268,6 +268,8 @@ def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
         lines.append(f"\nWinning iteration: {table['best']}; its buckets are in `{report}` (section 2 of its entry above).")
     if table["caveat"]:
         lines.append(f"\nCaveat: {table['caveat']}")
+    if tokens := teacher_tokens_line(table.get("teacher_tokens") or {}):
+        lines.append(f"\n{tokens}")
     lines.append(f"\n{WORKED_LINE} {WORKED_PLACEHOLDER}")
     return "\n".join(lines) + "\n"
 

@@ -20,18 +20,15 @@ from typing import Any, Callable
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..rundir import RunDir, atomic_write_json
-from ..teacher import TeacherContext, call_teacher, make_context
+from ..teacher import MAX_TEACHER_ATTEMPTS, TeacherContext, call_teacher, make_context
 from ..ui import console, fmt_duration, phase_line
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
 from .compare import check_parallel, check_seeds, compare, record_seeds
 from .finalize import finalize
 from .introspect import introspect
-from .iterate import current_iteration, iterate
+from .iterate import IterateResult, current_iteration, iterate
 from .phase4_state import pick_best
-
-MAX_TEACHER_ATTEMPTS = 4  # per iteration: the first write plus fixes after failures
-
 
 # Phases whose lines show the --budget clock. It caps Phase 3 only and starts at the
 # first iterate, so introspect and baseline (with any first-use student build) say
@@ -56,34 +53,19 @@ def _timed(rd: RunDir, name: str, fn: Callable[[], Any], timings: dict[str, floa
         line(f"end ({fmt_duration(timings[name])})")
 
 
-def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
-             seeds: int | None = None, quiet: bool = False, allow_no_signal: bool = False,
-             parallel: int | None = None) -> dict[str, Any]:
-    """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings.
-    `parallel`: Phase 4 arms trained at once (None: compare's default for the engine).
-
-    `seeds` (Phase 4 training seeds) is written to run.json first, so a resumed run keeps it."""
-    timings: dict[str, float] = {}
-    rd.require()
-    check_seeds(seeds)
-    check_parallel(parallel)
-    cfg = rd.read_run()  # where the run stands; each phase below reads it again under its own lock
-    if cfg.end_ts is not None:  # finalized (only more seeds give it work, else finalize: exit 5) or aborted
-        if seeds is not None and seeds != cfg.seeds and cfg.finalized():
-            _timed(rd, "compare", lambda: compare(rd, control=control, seeds=seeds, quiet=quiet, parallel=parallel), timings)
-        return {**_timed(rd, "finalize", lambda: finalize(rd), timings), "timings_s": timings}
-    record_seeds(rd, seeds)
-    if not rd.hub_env_json.is_file():
-        _timed(rd, "introspect", lambda: introspect(rd), timings)
-    if rd.read_run().status == "aborted":  # re-read: introspect records an env it cannot load as an abort
-        return {**finalize(rd), "timings_s": timings}
-    _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal), timings)
-
+def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], *, quiet: bool = False,
+                         once: bool = False, timings: dict[str, float] | None = None,
+                         **iterate_options: Any) -> IterateResult:
+    """Phase 3 with the teacher answering its stops: call `iterate` until Phase 3 ends (with `once`,
+    until one iteration is done), and at each teacher stop or failed gate call the teacher, with
+    the failure list as feedback, at most MAX_TEACHER_ATTEMPTS times per iteration.
+    `iterate_options` go to iterate; --restart / --resume only to its first call (the stuck job's)."""
+    timings = {} if timings is None else timings
     attempts: dict[int, int] = {}
-    feedback: str | None = None
+    options = dict(iterate_options)
     while True:
         try:
-            result = _timed(rd, "iterate", lambda: iterate(rd, quiet=quiet), timings)
+            result = _timed(rd, "iterate", lambda: iterate(rd, quiet=quiet, once=once, **options), timings)
         except (TeacherActionNeeded, GateFailed) as stop:
             n = current_iteration(rd)
             attempts[n] = attempts.get(n, 0) + 1
@@ -101,8 +83,42 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
             call_teacher(teacher, make_context(rd, n, feedback))
             timings["teacher"] = timings.get("teacher", 0.0) + time.perf_counter() - started
             continue
-        if result.kind == "ended":
-            break
+        finally:
+            options.pop("restart", None)
+            options.pop("resume", None)
+        if result.kind == "ended" or once:
+            return result
+
+
+def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
+             seeds: int | None = None, quiet: bool = False, allow_no_signal: bool = False,
+             parallel: int | None = None, teacher_record: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings.
+    `parallel`: Phase 4 arms trained at once (None: compare's default for the engine).
+
+    `seeds` (Phase 4 training seeds) is written to run.json first, so a resumed run keeps it."""
+    timings: dict[str, float] = {}
+    rd.require()
+    check_seeds(seeds)
+    check_parallel(parallel)
+    cfg = rd.read_run()  # where the run stands; each phase below reads it again under its own lock
+    if cfg.end_ts is not None:  # finalized (only more seeds give it work, else finalize: exit 5) or aborted
+        if seeds is not None and seeds != cfg.seeds and cfg.finalized():
+            _timed(rd, "compare", lambda: compare(rd, control=control, seeds=seeds, quiet=quiet, parallel=parallel), timings)
+        return {**_timed(rd, "finalize", lambda: finalize(rd), timings), "timings_s": timings}
+    record_seeds(rd, seeds)
+    if teacher_record is not None and teacher_record != cfg.teacher:
+        with rd.lock("run --teacher"), rd.updating():
+            latest = rd.read_run()
+            latest.teacher = teacher_record
+            rd.write_run(latest)
+    if not rd.hub_env_json.is_file():
+        _timed(rd, "introspect", lambda: introspect(rd), timings)
+    if rd.read_run().status == "aborted":  # re-read: introspect records an env it cannot load as an abort
+        return {**finalize(rd), "timings_s": timings}
+    _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal), timings)
+
+    iterate_with_teacher(rd, teacher, quiet=quiet, timings=timings)
     if pick_best(rd.read_metrics().iters) is not None:
         _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet, parallel=parallel), timings)  # seeds: run.json
     elif not quiet:  # e.g. the budget ran out during iter_0: nothing to compare, still summarise
@@ -115,7 +131,8 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
 
 def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[TeacherContext], None],
         *, control: bool = True, seeds: int | None = None, quiet: bool = False,
-        allow_no_signal: bool = False, parallel: int | None = None) -> dict[str, Any]:
+        allow_no_signal: bool = False, parallel: int | None = None,
+        teacher_record: dict[str, Any] | None = None) -> dict[str, Any]:
     """Bootstrap (unless resuming an existing run dir), then drive the run to its end."""
     check_seeds(seeds)  # before bootstrap writes a run dir
     check_parallel(parallel)
@@ -128,4 +145,5 @@ def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[
     else:
         rd = RunDir(run_dir).require()
     return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, seeds=seeds, quiet=quiet,
-                                                allow_no_signal=allow_no_signal, parallel=parallel)}
+                                                allow_no_signal=allow_no_signal, parallel=parallel,
+                                                teacher_record=teacher_record)}

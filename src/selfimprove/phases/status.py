@@ -102,6 +102,8 @@ def run_status(rd: RunDir) -> dict[str, Any]:
         "iterations_started": rd.iter_indices(),
         "arms": [r.model_dump(mode="json") for r in metrics.iters],
         "compact_warnings": cfg.compact_warnings,
+        "teacher": (cfg.teacher or {}).get("spec"),  # an explicit `run --teacher`, as recorded (never a key)
+        "teacher_tokens": cfg.teacher_tokens,  # --teacher llm:MODEL: tokens per iteration, paid requests only
         "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors],
         "phase4_missing": missing_phase4_arms(rd, cfg),
         "plot": str(rd.plot_png) if rd.plot_png.exists() else None,

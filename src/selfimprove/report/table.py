@@ -90,6 +90,16 @@ def _measured_on(rows: list[dict]) -> str:
     return f"split {'/'.join(splits)}, {n}, {s}"
 
 
+def teacher_tokens_line(tokens: dict[str, int]) -> str | None:
+    """'LLM teacher tokens (prompt + completion, paid requests only): iter_1 5120, iter_2 4800; total 9920',
+    from run.json teacher_tokens; None when no LLM teacher ran."""
+    if not tokens:
+        return None
+    per_iter = sorted(tokens.items(), key=lambda kv: int(kv[0].split("_")[-1]) if kv[0].split("_")[-1].isdigit() else 0)
+    return ("LLM teacher tokens (prompt + completion, paid requests only): "
+            + ", ".join(f"{arm} {n}" for arm, n in per_iter) + f"; total {sum(tokens.values())}")
+
+
 def summary_renderable(table: dict) -> Group:
     """The verdict first (did the targeted data beat equal compute; which model to use), then one row
     per arm (rows, eval_acc mean ± sd over seeds, training seeds, 95% CI, n, checkpoint), best marked;
@@ -119,6 +129,8 @@ def summary_renderable(table: dict) -> Group:
         parts.insert(0, Text(f"NOT A RESULT: {table['no_signal']}", style="bold red"))
     if table.get("accuracy_rule"):
         parts.append(Text("note: " + table["accuracy_rule"], style="dim"))
+    if tokens := teacher_tokens_line(table.get("teacher_tokens") or {}):
+        parts.append(Text(tokens, style="dim"))
     if rows:
         parts.append(Text("95% CI: Wilson over eval examples for a one-seed arm; t interval of the mean over seeds "
                           "for an arm with several seeds. seeds: each arm's training seeds; run_a and run_c share "

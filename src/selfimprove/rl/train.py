@@ -31,7 +31,7 @@ from .grpo import grpo_step
 from .logs import Log
 from .rollouts import EnvSpec, check_encodable, load_env, run_rollouts, split_rows, strip_private
 from .tasksets import load_taskset, taskset_rows
-from .student import load_student, render_prompt, resolve_model
+from .student import load_student, resolve_model
 
 
 class Cursor:
