@@ -3,7 +3,9 @@ thread, replaying recorded replies (tests/fixtures/llm_teacher/) and logging eve
 
 `script` lists what the next requests get, in order: an int is an HTTP error status (with
 `retry-after-ms: 1`, so the SDK's backoff stays fast), a str is a reply text; when the script
-runs out, every further request gets `default` (a reply text, or a status)."""
+runs out, every further request gets `default` (a reply text, or a status).
+
+Also the eval sentinels both LLM teacher test files seal a run dir with."""
 
 from __future__ import annotations
 
@@ -13,6 +15,19 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 FIXTURES = Path(__file__).parent / "fixtures" / "llm_teacher"
+SENTINEL = "EVAL-SENTINEL"
+
+
+def seal_eval_with_sentinels(run_root: Path) -> None:
+    """Mark every eval rollout's prompt, completion and answer: any of it in a request or a file
+    the teacher wrote would show the sentinel."""
+    for path in run_root.rglob("eval_rollouts.jsonl"):
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+        for k, row in enumerate(rows):
+            row["prompt"] = [{"role": "user", "content": f"{SENTINEL} prompt {k}"}]
+            row["completion"] = [{"role": "assistant", "content": f"{SENTINEL} completion {k}"}]
+            row["answer"] = f"{SENTINEL}-{k}"
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def recorded(name: str = "good_reply.md") -> str:

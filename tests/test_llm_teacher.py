@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from llm_replay import ReplayServer, recorded
+from llm_replay import SENTINEL, ReplayServer, recorded, seal_eval_with_sentinels
 from loop_helpers import tree_digest
 from selfimprove.errors import TeacherActionNeeded, TeacherUnreachable
 from selfimprove.llm_teacher import ApiSettings, LlmTeacher
@@ -22,7 +22,6 @@ from selfimprove.teacher import make_context
 
 KEY_ENV = "SELFIMPROVE_TEST_LLM_KEY"
 KEY = "sk-test-0123456789abcdefSECRET"
-SENTINEL = "EVAL-SENTINEL"
 
 
 def cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProcess:
@@ -33,17 +32,6 @@ def cli(*args: str, env_extra: dict | None = None) -> subprocess.CompletedProces
 
 def llm_args(server_url: str, *extra: str) -> list[str]:
     return ["--teacher", "llm:replay-model", "--teacher-base-url", server_url, "--teacher-api-key-env", KEY_ENV, *extra]
-
-
-def seal_eval_with_sentinels(rd: RunDir) -> None:
-    """Mark every eval rollout's prompt and completion: any of it in a request would show the sentinel."""
-    for path in rd.root.rglob("eval_rollouts.jsonl"):
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        for k, row in enumerate(rows):
-            row["prompt"] = [{"role": "user", "content": f"{SENTINEL} prompt {k}"}]
-            row["completion"] = [{"role": "assistant", "content": f"{SENTINEL} completion {k}"}]
-            row["answer"] = f"{SENTINEL}-{k}"
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
 def test_instructions_are_skill_md_sections() -> None:
@@ -63,7 +51,7 @@ def test_reply_parsing_names_what_is_missing() -> None:
 
 
 def test_run_reaches_finalize_against_the_replay_server(run: RunDir) -> None:
-    seal_eval_with_sentinels(run)
+    seal_eval_with_sentinels(run.root)
     with ReplayServer(recorded()) as server:
         proc = cli("run", "--run-dir", str(run.root), *llm_args(server.url), "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from llm_replay import SENTINEL, seal_eval_with_sentinels
 from loop_helpers import tree_digest
 from selfimprove.rundir import RunDir
 from selfimprove.teacher import MAX_TEACHER_ATTEMPTS
@@ -33,7 +34,6 @@ from selfimprove.teacher import MAX_TEACHER_ATTEMPTS
 pytestmark = pytest.mark.slow
 
 REPLY_TOKENS = 32  # per request: keeps each reply (and the test) short, and exercises the reply cap
-SENTINEL = "EVAL-SENTINEL"
 
 
 def _free_port() -> int:
@@ -87,18 +87,9 @@ def _run(run: RunDir, url: str, model: str, *extra: str) -> subprocess.Completed
                           capture_output=True, text=True, timeout=1200, env=env)
 
 
-def _seal_eval_with_sentinels(rd: RunDir) -> None:
-    for path in rd.root.rglob("eval_rollouts.jsonl"):
-        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-        for k, row in enumerate(rows):
-            row["prompt"] = [{"role": "user", "content": f"{SENTINEL} prompt {k}"}]
-            row["completion"] = [{"role": "assistant", "content": f"{SENTINEL} completion {k}"}]
-        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-
-
 def test_useless_replies_from_a_real_server_end_in_one_line_and_a_rerun_resumes(run: RunDir, local_server) -> None:
     url, model = local_server
-    _seal_eval_with_sentinels(run)
+    seal_eval_with_sentinels(run.root)
     iter0 = tree_digest(run.iter(0).dir)
     transcripts = run.iter(1).dir / "llm_teacher"
 

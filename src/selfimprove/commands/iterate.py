@@ -14,7 +14,7 @@ from ..rundir import RunDir
 from ..ui import out, phase_line
 from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
 from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
-                              TeacherRetriesOpt, TeacherTimeoutOpt, make_teacher, refuse_llm_flags)
+                              TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, refuse_llm_flags)
 
 
 @cli_errors
@@ -70,10 +70,7 @@ def command(
         result = iterate(rd, restart=restart, resume=resume, quiet=json_, once=once, gen_timeout=gen_timeout,
                          cap_hours=cap_hours, on_step=on_step)
     else:
-        write = make_teacher(teacher, cli_ctx, {
-            "teacher_base_url": teacher_base_url, "teacher_api_key_env": teacher_api_key_env,
-            "teacher_max_tokens": teacher_max_tokens, "teacher_max_reply_tokens": teacher_max_reply_tokens,
-            "teacher_timeout": teacher_timeout, "teacher_retries": teacher_retries})
+        write = make_teacher(teacher, cli_ctx, llm_values(cli_ctx))
         result = iterate_with_teacher(rd, write, quiet=json_, once=True, restart=restart, resume=resume,
                                       gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step)
     if json_:

@@ -19,7 +19,8 @@ from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 from .bootstrap import options_from_params
 from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
-                              TeacherRetriesOpt, TeacherTimeoutOpt, make_teacher, recorded_teacher, teacher_record)
+                              TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, recorded_teacher,
+                              teacher_record)
 
 
 TEACHERS_GROUP = "selfimprove.teachers"  # entry points: name = an env id, value = a --teacher spec string
@@ -103,9 +104,7 @@ def command(
         opts = options_from_params(bctx.params)
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
-    llm = {"teacher_base_url": teacher_base_url, "teacher_api_key_env": teacher_api_key_env,
-           "teacher_max_tokens": teacher_max_tokens, "teacher_max_reply_tokens": teacher_max_reply_tokens,
-           "teacher_timeout": teacher_timeout, "teacher_retries": teacher_retries}
+    llm = llm_values(ctx)
     record = None  # an explicit --teacher is recorded in run.json, so `run --run-dir R` resumes with it
     if teacher is not None:
         record = teacher_record(teacher, llm)

@@ -58,6 +58,11 @@ def make_teacher(spec: str, ctx: typer.Context, llm: dict[str, Any]) -> Callable
     return load_teacher(spec)
 
 
+def llm_values(ctx: typer.Context) -> dict[str, Any]:
+    """The LLM_FLAGS' values of this command line (typed or default), by parameter name."""
+    return {name: ctx.params[name] for name in LLM_FLAGS}
+
+
 def _given(ctx: typer.Context, name: str) -> bool:
     source = ctx.get_parameter_source(name)
     return source is not None and source.name == "COMMANDLINE"

@@ -92,10 +92,6 @@ class Transcripts:
         hits = [e for p in self.paths() if p.stem.endswith(f"-{digest}") and (e := read_json_object(p)) is not None]
         return hits[-1] if hits and hits[-1].get("status") not in ("failed", "unusable") else None
 
-    def newest(self) -> dict[str, Any] | None:
-        exchanges = self.all()
-        return exchanges[-1] if exchanges else None
-
     def tokens_used(self) -> int:
         return sum(int((e.get("usage") or {}).get("total_tokens") or 0) for e in self.all())
 
