@@ -53,13 +53,26 @@ def _timed(rd: RunDir, name: str, fn: Callable[[], Any], timings: dict[str, floa
         line(f"end ({fmt_duration(timings[name])})")
 
 
+def record_teacher(rd: RunDir, teacher_record: dict[str, Any] | None) -> None:
+    """run.json `teacher` := `run --teacher` as given (spec and LLM flags, never a key), so that
+    `run --run-dir R` without --teacher resumes with it. Written when it differs only."""
+    if teacher_record is None or teacher_record == rd.read_run().teacher:
+        return
+    with rd.lock("run --teacher"), rd.updating():
+        latest = rd.read_run()
+        latest.teacher = teacher_record
+        rd.write_run(latest)
+
+
 def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], *, quiet: bool = False,
                          once: bool = False, timings: dict[str, float] | None = None,
-                         **iterate_options: Any) -> IterateResult:
+                         teacher_record: dict[str, Any] | None = None, **iterate_options: Any) -> IterateResult:
     """Phase 3 with the teacher answering its stops: call `iterate` until Phase 3 ends (with `once`,
     until one iteration is done), and at each teacher stop or failed gate call the teacher, with
     the failure list as feedback, at most MAX_TEACHER_ATTEMPTS times per iteration.
-    `iterate_options` go to iterate; --restart / --resume only to its first call (the stuck job's)."""
+    `iterate_options` go to iterate; --restart / --resume only to its first call (the stuck job's).
+    `teacher_record` is written to run.json when the teacher is about to act (a resumed run that
+    fails before that, e.g. on a damaged analysis.json, leaves run.json as it was)."""
     timings = {} if timings is None else timings
     attempts: dict[int, int] = {}
     options = dict(iterate_options)
@@ -79,8 +92,10 @@ def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], 
             feedback = None if fresh else str(stop)
             if not quiet:
                 console.print(f"teacher: iter_{n} ({'write' if fresh else 'fix: ' + str(stop).splitlines()[0]})")
+            context = make_context(rd, n, feedback)
+            record_teacher(rd, teacher_record)
             started = time.perf_counter()
-            call_teacher(teacher, make_context(rd, n, feedback))
+            call_teacher(teacher, context)
             timings["teacher"] = timings.get("teacher", 0.0) + time.perf_counter() - started
             continue
         finally:
@@ -107,18 +122,13 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
             _timed(rd, "compare", lambda: compare(rd, control=control, seeds=seeds, quiet=quiet, parallel=parallel), timings)
         return {**_timed(rd, "finalize", lambda: finalize(rd), timings), "timings_s": timings}
     record_seeds(rd, seeds)
-    if teacher_record is not None and teacher_record != cfg.teacher:
-        with rd.lock("run --teacher"), rd.updating():
-            latest = rd.read_run()
-            latest.teacher = teacher_record
-            rd.write_run(latest)
     if not rd.hub_env_json.is_file():
         _timed(rd, "introspect", lambda: introspect(rd), timings)
     if rd.read_run().status == "aborted":  # re-read: introspect records an env it cannot load as an abort
         return {**finalize(rd), "timings_s": timings}
     _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal), timings)
 
-    iterate_with_teacher(rd, teacher, quiet=quiet, timings=timings)
+    iterate_with_teacher(rd, teacher, quiet=quiet, timings=timings, teacher_record=teacher_record)
     if pick_best(rd.read_metrics().iters) is not None:
         _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet, parallel=parallel), timings)  # seeds: run.json
     elif not quiet:  # e.g. the budget ran out during iter_0: nothing to compare, still summarise
@@ -140,6 +150,7 @@ def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[
         if opts is None:
             raise SelfImproveError("give a dataset to start a run, or --run-dir to resume one")
         rd = bootstrap(opts)
+        record_teacher(rd, teacher_record)  # a new run is resumed with its teacher from the start
         if not quiet:
             console.print(f"run dir: {rd.root}")
     else:
