@@ -37,6 +37,43 @@ def test_shipped_student_is_built_from_the_current_recipe():
     assert (SHIPPED / "model.safetensors").stat().st_size <= 25 * 2**20
 
 
+def test_recipe_hash_ignores_the_library_versions(monkeypatch):
+    """A newer transformers (or torch) is not a new student: the hash covers the recipe and the architecture."""
+    import torch
+    import transformers.configuration_utils as configuration_utils
+
+    from selfimprove.rl.student import tiny_config
+
+    before = warmup.recipe_hash()
+    monkeypatch.setattr(configuration_utils, "__version__", "99.1.0")
+    monkeypatch.setattr(torch, "__version__", "99.2.0")
+    assert tiny_config().to_dict()["transformers_version"] == "99.1.0"  # the config does report another version
+    assert warmup.recipe_hash() == before
+    assert "99." not in json.dumps(warmup.recipe(), default=str)
+
+
+@pytest.mark.parametrize("change", ["arch", "constant", "habit"])
+def test_recipe_hash_changes_when_the_recipe_does(monkeypatch, change):
+    from selfimprove.rl import student
+
+    before = warmup.recipe_hash()
+    if change == "arch":
+        monkeypatch.setattr(student, "TINY_ARCH", {**student.TINY_ARCH, "hidden_size": 64})
+        monkeypatch.setattr(warmup, "TINY_ARCH", student.TINY_ARCH)
+    elif change == "constant":
+        monkeypatch.setattr(warmup, "STEPS", warmup.STEPS + 1)
+    else:
+        monkeypatch.setattr(warmup, "HABITS", {**warmup.HABITS, "sub_2d": ("no_tags", 0.5)})
+    assert warmup.recipe_hash() != before
+
+
+def test_recipe_json_records_the_build_versions_as_information():
+    recipe = json.loads((SHIPPED / shipped.RECIPE_FILE).read_text())
+    assert recipe["built_with"]["torch"] and recipe["built_with"]["transformers"]
+    assert "transformers_version" not in json.dumps(recipe["recipe"])
+    assert set(shipped.built_with()) == {"torch", "transformers", "tokenizers", "safetensors"}
+
+
 def test_shipped_profile_states_its_settings_and_covers_every_kind():
     from selfimprove_arith import KINDS
 

@@ -57,22 +57,27 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     )
 
 
+# The architecture's numbers: everything about the model that decides its weights. The warm-up
+# recipe hashes this dict (not Qwen3Config.to_dict(), which also carries the transformers version
+# and that release's defaults: a new transformers would then call an unchanged student stale).
+TINY_ARCH = {
+    "hidden_size": 128,
+    "intermediate_size": 512,
+    "num_hidden_layers": 4,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 4,
+    "head_dim": 32,
+    "max_position_embeddings": 256,
+    "tie_word_embeddings": True,
+    "pad_token_id": 0,
+    "bos_token_id": None,
+    "eos_token_id": 3,  # <|im_end|>
+}
+
+
 def tiny_config(vocab_size: int = len(SPECIALS) + len(CHARS)) -> Qwen3Config:
     """hidden 128, 4 layers, 4 heads: 1.06M parameters (tied embeddings)."""
-    return Qwen3Config(
-        vocab_size=vocab_size,
-        hidden_size=128,
-        intermediate_size=512,
-        num_hidden_layers=4,
-        num_attention_heads=4,
-        num_key_value_heads=4,
-        head_dim=32,
-        max_position_embeddings=256,
-        tie_word_embeddings=True,
-        pad_token_id=0,
-        bos_token_id=None,
-        eos_token_id=3,  # <|im_end|>
-    )
+    return Qwen3Config(vocab_size=vocab_size, **TINY_ARCH)
 
 
 def new_student(seed: int) -> tuple[Qwen3ForCausalLM, PreTrainedTokenizerFast]:

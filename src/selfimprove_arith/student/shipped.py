@@ -74,6 +74,8 @@ def recipe_record(build_wall_s: float) -> dict[str, Any]:
         "recipe_hash": recipe_hash(),
         "recipe": current_recipe(),
         "torch": torch.__version__,
+        # information, not identity: the libraries that built these weights (the hash covers none of them)
+        "built_with": built_with(),
         "threads": torch.get_num_threads(),
         # the kernel path (e.g. AVX2 vs AVX512) and the CPU: a rebuild at the shipping commit with the same torch
         # and threads was not bit-identical to the shipped weights (2026-12-02); record what else can differ
@@ -81,6 +83,19 @@ def recipe_record(build_wall_s: float) -> dict[str, Any]:
         "build_wall_s": round(build_wall_s, 1),
         "built_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
+
+
+def built_with() -> dict[str, str | None]:
+    """The versions of the libraries that decide how the warm-up computes."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out: dict[str, str | None] = {}
+    for name in ("torch", "transformers", "tokenizers", "safetensors"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = None
+    return out
 
 
 def _cpu_model() -> str:

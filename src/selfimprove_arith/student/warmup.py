@@ -45,7 +45,7 @@ import time
 import torch
 
 from selfimprove.rl.policy import completion_logprobs, pack
-from selfimprove.rl.student import new_student, render_prompt, tiny_config
+from selfimprove.rl.student import CHARS, SPECIALS, TINY_ARCH, new_student, render_prompt
 
 # Stage 1: this kind alone (a single kind learns far faster than a mix).
 FIRST_STEPS = 400
@@ -109,12 +109,16 @@ RECIPE_VERSION = 3  # bump when the warm-up code changes in a way the constants 
 
 
 def recipe() -> dict:
-    """Everything that decides the built-in student's weights (hashed into its name)."""
+    """Everything that decides the built-in student's weights (hashed into its name).
+
+    Only the recipe's constants and the architecture's numbers: no library's version string,
+    so a newer transformers or torch does not make the shipped student stale (recipe.json
+    records the versions that built it, as information)."""
     from selfimprove_arith import SYSTEM_PROMPT
 
     return {"v": RECIPE_VERSION, "first": [FIRST_STEPS, FIRST_WEIGHTS], "w": KIND_WEIGHTS,
             "practice": sorted(PRACTICE_KINDS), "habits": HABITS, "steps": STEPS, "batch": BATCH, "lr": LR,
-            "seed": SEED, "system": SYSTEM_PROMPT, "cfg": tiny_config().to_dict()}
+            "seed": SEED, "system": SYSTEM_PROMPT, "arch": {**TINY_ARCH, "vocab_size": len(SPECIALS) + len(CHARS)}}
 
 
 def recipe_hash() -> str:
