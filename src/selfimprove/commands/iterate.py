@@ -7,14 +7,14 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
-from ..llm_teacher.api import DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
+from ..llm_teacher.api import DEFAULT_INPUT_CHARS, DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
 from ..phases.iterate import iterate
 from ..phases.run import iterate_with_teacher
 from ..rundir import RunDir
 from ..ui import out, phase_line
 from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
 from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
-                              TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, refuse_llm_flags)
+                              TeacherInputCharsOpt, TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, refuse_llm_flags)
 
 
 @cli_errors
@@ -33,6 +33,7 @@ def command(
     teacher_max_reply_tokens: TeacherMaxReplyTokensOpt = None,
     teacher_timeout: TeacherTimeoutOpt = DEFAULT_TIMEOUT_S,
     teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
+    teacher_input_chars: TeacherInputCharsOpt = DEFAULT_INPUT_CHARS,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 3: run the current iteration's next incomplete step, and on.

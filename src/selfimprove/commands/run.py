@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import Phase4Incomplete, UsageError
-from ..llm_teacher.api import DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
+from ..llm_teacher.api import DEFAULT_INPUT_CHARS, DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
 from ..models import MAX_PARALLEL, MAX_SEEDS
 from ..phases.finalize import incomplete_message
 from ..phases.run import run
@@ -19,7 +19,7 @@ from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 from .bootstrap import options_from_params
 from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
-                              TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, recorded_teacher,
+                              TeacherInputCharsOpt, TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, recorded_teacher,
                               teacher_record)
 
 
@@ -45,7 +45,8 @@ def default_teacher(env_id: str) -> str:
     declared = "; ".join(f"{spec} for {env}" for env, spec in sorted(teachers.items())) or "none declared"
     raise UsageError(
         f"--teacher: no teacher for '{env_id}'. The default teachers write data for their own env only ({declared}). "
-        "Write one: an object with write(ctx) that writes weakness_report.md and "
+        "Use the built-in LLM teacher for any env: --teacher llm:MODEL (an OpenAI-compatible API; --teacher-base-url "
+        "for a local server; needs the llm extra); or write one: an object with write(ctx) that writes weakness_report.md and "
         "gen_dataset.py into ctx.iter_dir from ctx.failures_path, ctx.analysis and ctx.hub_env (src/selfimprove/"
         "teacher.py; README 'Teachers'), pass it as --teacher path/to/file.py:OBJECT, or run the phases by hand "
         "as the agent skill does (SKILL.md)")
@@ -55,7 +56,7 @@ def default_teacher(env_id: str) -> str:
 def command(
     ctx: typer.Context,
     dataset: Annotated[Optional[str], typer.Argument(help="Dataset to start a new run on (omit with --run-dir).")] = None,
-    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher), or llm:MODEL for the built-in teacher behind an OpenAI-compatible API (needs the llm extra: pip install selfimprove with [llm]). Default: the teacher the env's package declares (examples/arith_teacher.py:ArithTeacher for selfimprove-arith).")] = None,
+    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher), or llm:MODEL for the built-in teacher behind an OpenAI-compatible API (needs the llm extra: pip install 'selfimprove\\[llm]'). Default: the teacher the env's package declares (examples/arith_teacher.py:ArithTeacher for selfimprove-arith).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", envvar="SELFIMPROVE_RUN_DIR", help="Resume this run dir instead of bootstrapping a new one.")] = None,
     control: Annotated[bool, typer.Option("--control/--no-control", help="Phase 4 Run C, the equal-compute control.")] = True,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Phase 4 arms trained at once (see `selfimprove compare --help`). Default: 2 with the CPU engine, 1 with prime-rl.")] = None,
@@ -67,6 +68,7 @@ def command(
     teacher_max_reply_tokens: TeacherMaxReplyTokensOpt = None,
     teacher_timeout: TeacherTimeoutOpt = DEFAULT_TIMEOUT_S,
     teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
+    teacher_input_chars: TeacherInputCharsOpt = DEFAULT_INPUT_CHARS,
     json_: JsonOpt = False,
 ) -> None:
     """Run the whole loop unattended: bootstrap, introspect, baseline, iterate, compare, finalize.

@@ -8,7 +8,7 @@ import typer
 
 from ..errors import UsageError
 from ..llm_teacher import SPEC_PREFIX, ApiSettings, LlmTeacher
-from ..llm_teacher.api import OPENAI_URL
+from ..llm_teacher.api import DEFAULT_INPUT_CHARS, OPENAI_URL
 from ..teacher import TeacherContext, load_teacher
 
 TeacherBaseUrlOpt = Annotated[str, typer.Option(
@@ -24,6 +24,11 @@ TeacherMaxTokensOpt = Annotated[Optional[int], typer.Option(
 TeacherMaxReplyTokensOpt = Annotated[Optional[int], typer.Option(
     min=1, help="--teacher llm:MODEL: completion tokens one reply may use (sent as max_completion_tokens). Default: "
                 "the server's own limit.")]
+TeacherInputCharsOpt = Annotated[int, typer.Option(
+    min=20_000, help=f"--teacher llm:MODEL: characters of the opening request, the skill's instructions included "
+                     f"(default {DEFAULT_INPUT_CHARS:,}: ~17k tokens, within a 32k-context local model with room for "
+                     "the reply). The weakness summary is always whole (groups capped by class order only past half "
+                     "the inputs, with a count); failures and the scratchpad fill the rest, whole rows, with a count.")]
 TeacherTimeoutOpt = Annotated[float, typer.Option(min=1, help="--teacher llm:MODEL: seconds per request.")]
 TeacherRetriesOpt = Annotated[int, typer.Option(
     min=0, max=20, help="--teacher llm:MODEL: retries with backoff on timeouts, refused connections, 429 and 5xx; "
@@ -31,7 +36,7 @@ TeacherRetriesOpt = Annotated[int, typer.Option(
 
 # The parameter names of the flags above: given with a non-LLM teacher, they are refused.
 LLM_FLAGS = ("teacher_base_url", "teacher_api_key_env", "teacher_max_tokens", "teacher_max_reply_tokens",
-             "teacher_timeout", "teacher_retries")
+             "teacher_timeout", "teacher_retries", "teacher_input_chars")
 
 
 def make_teacher(spec: str, ctx: typer.Context, llm: dict[str, Any]) -> Callable[[TeacherContext], None]:
@@ -51,7 +56,8 @@ def make_teacher(spec: str, ctx: typer.Context, llm: dict[str, Any]) -> Callable
                              "http://localhost:8000/v1")
         settings = ApiSettings(model=model, base_url=base_url, api_key_env=api_key_env,
                                timeout_s=llm["teacher_timeout"], retries=llm["teacher_retries"],
-                               max_tokens=llm["teacher_max_tokens"], max_reply_tokens=llm["teacher_max_reply_tokens"])
+                               max_tokens=llm["teacher_max_tokens"], max_reply_tokens=llm["teacher_max_reply_tokens"],
+                               input_chars=llm.get("teacher_input_chars") or DEFAULT_INPUT_CHARS)
         settings.key()  # a missing key fails here, before bootstrap or any phase has run
         return LlmTeacher(settings).write
     refuse_llm_flags(ctx, f"not for '{spec}'")

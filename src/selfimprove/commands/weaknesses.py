@@ -18,6 +18,7 @@ from ..phases.order import baseline_done
 from ..rundir import RunDir, read_json_object
 from ..ui import out
 from ..weakness import CLASS_MEANING, CLASSES, default_group
+from ..weakness_summary import full_summary
 from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
 
 
@@ -114,9 +115,9 @@ def render(stats: dict, top: int, prompts: bool) -> None:
 def command(
     run_dir: RunDirOpt,
     iteration: Annotated[Optional[int], typer.Option("--iter", help="Iteration N whose inputs to show (default: the current one).")] = None,
-    source: Annotated[str, typer.Option(help="real: iter_0 on the real env (what to target); previous: iter_N-1 on the teacher's last rows.")] = "real",
+    source: Annotated[Optional[str], typer.Option(help="real: iter_0 on the real env (what to target); previous: iter_N-1 on the teacher's last rows. Default: both (previous from iteration 2); --json: real.")] = None,
     group_by: Annotated[Optional[str], typer.Option("--group-by", help="Your own grouping: path/to/file.py:FUNCTION, a function of the prompt text returning a label.")] = None,
-    top: Annotated[int, typer.Option(help="Rows shown per class.")] = 10,
+    top: Annotated[Optional[int], typer.Option(help="Groups shown per source, in class order (default: every group); with --prompts, prompts per class (default 10).")] = None,
     prompts: Annotated[bool, typer.Option("--prompts", help="One row per prompt instead of per group.")] = False,
     json_: JsonOpt = False,
 ) -> None:
@@ -124,20 +125,32 @@ def command(
 
     never (no solved rollout), rare (< 5%), learning (5-50%), solved (>= 50%), on the later half
     of the run. Computed by `iterate` into iter_N/weakness_stats.json before each teacher stop;
-    read-only and lock-free. TRAIN rollouts only: eval rows are sealed.
+    read-only and lock-free. TRAIN rollouts only: eval rows are sealed. The text is the weakness
+    summary the LLM teacher's request carries too: a markdown table of every group of `real` and,
+    from iteration 2, `previous`, with the class counts and the singleton share.
 
     Example usage:
 
         selfimprove weaknesses --run-dir $RUN_DIR
         selfimprove weaknesses --run-dir $RUN_DIR --group-by my_groups.py:group --json
     """
-    if source not in ("real", "previous"):
+    if source not in (None, "real", "previous"):
         raise UsageError(f"--source {source}: expected real or previous")
-    if top < 1:
+    if top is not None and top < 1:
         raise UsageError(f"--top {top}: must be >= 1")
-    stats = load_stats(RunDir(run_dir).require(), iteration, source, group_by)
-    if json_:
-        print_json(stats)
+    rd = RunDir(run_dir).require()
+    if json_ or prompts:
+        stats = load_stats(rd, iteration, source or "real", group_by)
+        if json_:
+            print_json(stats)
+        else:
+            render(stats, top or 10, prompts)
+        sys.stdout.flush()
         return
-    render(stats, top, prompts)
+    real = load_stats(rd, iteration, source or "real", group_by)
+    n = real["iteration"]
+    weakness = {"iteration": n, (source or "real"): real}
+    if source is None and n >= 2:
+        weakness["previous"] = load_stats(rd, n, "previous", group_by)
+    print(full_summary(weakness, max_groups=top))
     sys.stdout.flush()

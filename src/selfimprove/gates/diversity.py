@@ -30,6 +30,13 @@ Rules:
   depth axis only when, in addition, no single depth value holds more than
   MAX_DEPTH_SHARE (70%) of the bucket's rows (the seed's parenthesis). The
   message names each failing bucket with the axes it does vary.
+- Buckets split by an axis. The weakness classes ask for buckets cut along a
+  structure ("one carry", "two carries", "three carries"), and such a bucket
+  holds one value of that axis by construction. So an axis on which every
+  row of a bucket takes one value, which no other bucket of its domain takes
+  (and the domain has another bucket with that axis), counts as varied in
+  that bucket: the variation is across the split. One such axis per bucket
+  (`split_by` in the stats); the other varied axes must vary inside it.
 
 What is not covered: whether the declared values are true. The cold-read audit
 (Pillar 1) and the template signatures (dedup.py: name/number clones count as
@@ -81,6 +88,20 @@ def varied_axes(axes_rows: list[dict]) -> dict[str, Any]:
     return out
 
 
+def _values(axis: str, axes_rows: list[dict]) -> set[str]:
+    return {repr(a[axis]) for a in axes_rows if axis in a}
+
+
+def split_axis(axis: str, axes_rows: list[dict], siblings: list[list[dict]]) -> bool:
+    """Is this bucket one slice of its domain's split by `axis`: every row of it one value on the
+    axis, a value no sibling bucket (same domain) takes, with at least one sibling on that axis?"""
+    mine = _values(axis, axes_rows)
+    if len(mine) != 1 or any(axis not in a for a in axes_rows):
+        return False
+    theirs = [_values(axis, rows) for rows in siblings]
+    return any(theirs) and not any(mine & t for t in theirs)
+
+
 def check_diversity(rows: list[dict], fixed_axes: dict[str, str] | None = None) -> GateReport:
     """Every bucket must vary >= 3 of the seed's five axes (depth: no value over 70%), or every
     free axis when the report fixes some (`WeaknessReport.fixed_axes`)."""
@@ -107,7 +128,11 @@ def check_diversity(rows: list[dict], fixed_axes: dict[str, str] | None = None) 
     for (dom, sub), axes_rows in sorted(buckets.items()):
         axes = varied_axes(axes_rows)
         names = [a for a in free if axes[a]["varied"]]
-        per_bucket[f"{dom} / {sub}"] = {"rows": len(axes_rows), "varied": names, "axes": axes}
+        siblings = [rows_ for (d, s_), rows_ in buckets.items() if d == dom and s_ != sub]
+        split = next((a for a in free if a not in names and split_axis(a, axes_rows, siblings)), None)
+        if split is not None:
+            names.append(split)
+        per_bucket[f"{dom} / {sub}"] = {"rows": len(axes_rows), "varied": names, "split_by": split, "axes": axes}
         if len(names) < need:
             depth = axes["depth"]
             note = f"; depth top value {depth['top_share']:.0%}" if depth["distinct"] >= 2 and not depth["varied"] else ""
@@ -119,7 +144,8 @@ def check_diversity(rows: list[dict], fixed_axes: dict[str, str] | None = None) 
             rule="diversity_axes",
             message=(f"{len(short)} bucket(s) vary fewer than {need} of {', '.join(free)}"
                      + (f" (fixed by the report: {', '.join(fixed)})" if fixed else "")
-                     + f" (depth counts only with no value over {MAX_DEPTH_SHARE:.0%}): {shown}"),
+                     + f" (depth counts only with no value over {MAX_DEPTH_SHARE:.0%}; one axis that splits the "
+                       "domain's buckets, one value each, counts too): {shown}"),
             rows=sorted(short_rows),
         ))
     stats = {"fixed_axes": fixed, "varied_needed": need, "per_bucket": per_bucket, "buckets_short": len(short)}

@@ -63,9 +63,7 @@ class LlmTeacher:
         usable = [e for e in exchanges if e.get("status") != "unusable"]
         # The iteration's opening messages are built once: later the skeletons and the scratchpad
         # hold the teacher's own text, and a rebuilt opening would miss the saved replies.
-        start = exchanges[0]["request"]["messages"][:2] if exchanges else [
-            {"role": "system", "content": f"{REPLY_FORMAT}\n\n{teacher_instructions()}"},
-            {"role": "user", "content": inputs_message(ctx)}]
+        start = exchanges[0]["request"]["messages"][:2] if exchanges else self._opening(ctx)
         newest = usable[-1] if usable else None  # the conversation goes on from its last usable reply
         if ctx.feedback is None or newest is None:
             return start if ctx.feedback is None else [*start, {"role": "user", "content": feedback_message(ctx.feedback)}]
@@ -76,6 +74,13 @@ class LlmTeacher:
         transcripts.mark(newest["digest"], "failed")
         return [*start, {"role": "assistant", "content": newest["reply"]},
                 {"role": "user", "content": feedback_message(ctx.feedback)}]
+
+    def _opening(self, ctx: TeacherContext) -> list[dict[str, str]]:
+        """The system message (the skill's teacher sections) and the inputs, together within
+        --teacher-input-chars: the inputs get what the instructions leave."""
+        system = f"{REPLY_FORMAT}\n\n{teacher_instructions()}"
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": inputs_message(ctx, max(0, self.settings.input_chars - len(system)))}]
 
 
 def _record_tokens(ctx: TeacherContext, transcripts: Transcripts) -> None:

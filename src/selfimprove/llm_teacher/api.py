@@ -30,6 +30,9 @@ OPENAI_URL = "https://api.openai.com/v1"
 DEFAULT_KEY_ENV = "OPENAI_API_KEY"
 DEFAULT_TIMEOUT_S = 600.0  # per request: a long reply from a slow local model takes minutes
 DEFAULT_RETRIES = 5  # the SDK's, on connection errors, timeouts, 429 and 5xx: ~30 s of backoff in all
+# The opening request's characters, instructions included (prompt.py fits the inputs to it): 60k characters
+# are ~17k tokens of this text, which leaves a 32k-context local model ~15k tokens for its reply.
+DEFAULT_INPUT_CHARS = 60_000
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,7 @@ class ApiSettings:
     retries: int = DEFAULT_RETRIES
     max_tokens: int | None = None  # per iteration, prompt + completion, over every request of it
     max_reply_tokens: int | None = None  # per request, completion only (max_completion_tokens); None: the server's
+    input_chars: int = DEFAULT_INPUT_CHARS  # the opening request's characters, instructions included
 
     def key(self) -> str:
         """The API key from the named variable. A local server (vLLM, SGLang, `transformers serve`)

@@ -21,6 +21,8 @@ from ..errors import SelfImproveError
 from ..rundir import read_utf8
 from ..skill import packaged_text
 from ..teacher import TeacherContext
+from ..weakness import CLASSES
+from ..weakness_summary import capped_summary
 
 # (file, section titles): the parts of the skill that are the teacher's job. The phases the
 # tool runs itself (bootstrap, baseline, compare, ...) are left out: the LLM acts in Phase 3 only.
@@ -31,9 +33,13 @@ TEACHER_SECTIONS = (
                             "overrides.toml (optional, per iteration)")),
 )
 
-# Caps per input, in characters: a prompt stays within a small model's context, and the
-# lowest-reward failures come first in failures.jsonl, so a cut keeps the worst ones.
-INPUT_CHARS = {"weakness_stats.json": 40_000, "failures.jsonl": 40_000, "scratchpad.md": 30_000}
+# The opening request's budget (ApiSettings.input_chars, --teacher-input-chars) is shared so: the
+# weakness summary is whole, its groups capped by class order only past SUMMARY_SHARE of the inputs;
+# the small fixed inputs (hub_env, knobs, analysis, skeletons) are whole; of what is left, the
+# scratchpad's newest lines take up to SCRATCHPAD_SHARE and failures the rest, whole rows, sampled
+# across groups worst first. Every cut says what it left out.
+SUMMARY_SHARE = 0.5
+SCRATCHPAD_SHARE = 0.3
 
 FILE_NAMES = ("weakness_report.md", "gen_dataset.py", "overrides.toml", "rewards.py")
 
@@ -76,34 +82,115 @@ def teacher_instructions() -> str:
     return "\n\n".join(parts)
 
 
-def _capped(name: str, text: str) -> str:
-    cap = INPUT_CHARS.get(name)
-    if cap is None or len(text) <= cap:
-        return text
-    cut = text[:cap].rsplit("\n", 1)[0]  # whole lines only: a half JSON row reads as a broken file
-    return f"{cut}\n[... cut at {cap} characters of {len(text)}]"
-
-
 def _block(name: str, text: str) -> str:
-    return f'<input name="{name}">\n{_capped(name, text).rstrip()}\n</input>'
+    return f'<input name="{name}">\n{text.rstrip()}\n</input>'
 
 
-def inputs_message(ctx: TeacherContext) -> str:
-    """The first user message of iteration N: what the agent reads at the exit-3 stop."""
+def _compact(obj: object) -> str:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def inputs_message(ctx: TeacherContext, budget: int | None = None) -> str:
+    """The first user message of iteration N: what the agent reads at the exit-3 stop, within `budget`
+    characters (None: everything whole). Order: the fixed inputs, the weakness summary, failures, the
+    skeletons, the scratchpad; the budget fills the summary first and failures and scratchpad last."""
     it = ctx.iter_dir
-    blocks = [f"Iteration {ctx.iteration}: write iter_{ctx.iteration}/weakness_report.md and "
-              f"iter_{ctx.iteration}/gen_dataset.py and your scratchpad sections."]
-    blocks.append(_block("hub_env.json", json.dumps(ctx.hub_env, indent=1, ensure_ascii=False)))
-    if ctx.weakness is not None:
-        blocks.append(_block("weakness_stats.json", json.dumps(ctx.weakness, indent=None, ensure_ascii=False)))
-    blocks.append(_block("analysis.json", json.dumps(ctx.analysis, indent=1, ensure_ascii=False)))
-    blocks.append(_block("failures.jsonl", _read(ctx.failures_path)))
-    for name in ("weakness_report.md", "gen_dataset.py"):  # the skeletons the tool wrote (format, own checks)
-        if (it / name).is_file():
-            blocks.append(_block(f"skeleton {name}", _read(it / name)))
+    budget = budget if budget is not None else 10**9
+    head = (f"Iteration {ctx.iteration}: write iter_{ctx.iteration}/weakness_report.md and "
+            f"iter_{ctx.iteration}/gen_dataset.py and your scratchpad sections. These inputs fit "
+            f"{budget:,} characters (--teacher-input-chars less the instructions); every input below is whole "
+            "unless a [bracketed line] in it says what was left out.")
+    fixed = [head, _block("hub_env.json", _compact(ctx.hub_env))]
+    knobs = knobs_block(ctx)
+    if knobs:
+        fixed.append(_block("knobs in force", knobs))
+    fixed.append(_block("analysis.json", _compact(ctx.analysis)))
+    skeletons = [_block(f"skeleton {name}", _read(it / name)) for name in ("weakness_report.md", "gen_dataset.py")
+                 if (it / name).is_file()]  # the skeletons the tool wrote (format, own checks)
+    used = sum(len(b) + 2 for b in fixed + skeletons)
+    summary = (_block("weakness summary (`selfimprove weaknesses`)", capped_summary(ctx.weakness, int(budget * SUMMARY_SHARE)))
+               if ctx.weakness is not None else None)
+    used += len(summary) + 2 if summary else 0
+    left = max(0, budget - used)
+    pad = None
     if ctx.scratchpad_path is not None and Path(ctx.scratchpad_path).is_file():
-        blocks.append(_block("scratchpad.md", _read(Path(ctx.scratchpad_path))))
-    return "\n\n".join(blocks)
+        pad_text = newest_lines(_read(Path(ctx.scratchpad_path)), int(left * SCRATCHPAD_SHARE))
+        pad = _block("scratchpad.md", pad_text)
+        left -= len(pad) + 2
+    failures = _block("failures.jsonl", sampled_failures(_read(ctx.failures_path), max(0, left - 40), ctx.weakness))
+    return "\n\n".join(b for b in (*fixed, summary, failures, *skeletons, pad) if b)
+
+
+def knobs_block(ctx: TeacherContext) -> str | None:
+    """The knobs in force for this iteration's arm (phases/knobs.py), read from the run dir; None without one."""
+    from ..phases.context import RunContext  # the phases import the teacher module: import here, not at the top
+    from ..phases.knobs import knobs_in_force, knobs_text
+    from ..rundir import RunDir
+
+    rd = RunDir(ctx.run_dir)
+    if not rd.run_json.is_file():
+        return None  # a context without a run dir (a teacher tried by hand)
+    return knobs_text(knobs_in_force(RunContext.load(rd), ctx.iteration))
+
+
+def newest_lines(text: str, budget: int) -> str:
+    """The text whole when it fits, else its newest (last) whole lines that fit, after one line saying so."""
+    if len(text) <= budget:
+        return text
+    lines = text.splitlines()
+    kept: list[str] = []
+    size = 0
+    for line in reversed(lines):
+        if size + len(line) + 1 > max(0, budget - 120):
+            break
+        kept.append(line)
+        size += len(line) + 1
+    cut = len(lines) - len(kept)
+    return (f"[the first {cut} of {len(lines)} lines ({len(text) - size:,} characters) left out to fit "
+            "--teacher-input-chars; the newest lines follow]\n" + "\n".join(reversed(kept)))
+
+
+def sampled_failures(text: str, budget: int, weakness: dict | None) -> str:
+    """failures.jsonl as whole rows within `budget`: round-robin over the prompt groups, worst group first
+    (class never -> solved, then solve rate), each group's lowest rewards first; a count line when any
+    row is left out. Rows keep failures.jsonl's order of rank inside the sample."""
+    rows = [line for line in text.splitlines() if line.strip()]
+    if len(text) <= budget:
+        return text
+    parsed = []
+    for k, line in enumerate(rows):
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            row = {}
+        parsed.append((k, row if isinstance(row, dict) else {}, line))
+    order = {c: i for i, c in enumerate(CLASSES)}
+    by_group: dict[str, list[tuple[int, dict, str]]] = {}
+    for item in parsed:
+        by_group.setdefault(str(item[1].get("group", "")), []).append(item)
+
+    def worst(g: str) -> tuple:
+        first = by_group[g][0][1]
+        rate = first.get("group_solve_rate")
+        return (order.get(first.get("group_class"), len(CLASSES)), rate if isinstance(rate, (int, float)) else 1.0,
+                by_group[g][0][0])
+
+    queues = [by_group[g] for g in sorted(by_group, key=worst)]
+    chosen: list[tuple[int, str]] = []
+    size = 0
+    while any(queues):
+        for q in queues:
+            if q:
+                k, _, line = q.pop(0)
+                if size + len(line) + 1 <= budget - 200:  # room for the count line
+                    chosen.append((k, line))
+                    size += len(line) + 1
+    chosen.sort()
+    groups = len({str(parsed[k][1].get("group", "")) for k, _ in chosen})
+    note = (f"[{len(chosen)} of {len(rows)} rows shown ({len(by_group)} prompt groups, {groups} of them shown): "
+            "round-robin over the groups, worst class and solve rate first, each group's lowest rewards first; "
+            "the rest left out to fit --teacher-input-chars]")
+    return "\n".join([line for _, line in chosen] + [note])
 
 
 def feedback_message(feedback: str) -> str:

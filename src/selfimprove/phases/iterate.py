@@ -38,6 +38,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_json
 from ..ui import console
 from . import iteration_steps as steps
 from .analyze import analyze_failures, sealed_train_ids, write_weakness_stats
+from .knobs import KNOBS_FILE, knobs_in_force
 from .context import RunContext
 from .evals import abort_run_on_unparseable_eval, record_summary
 from .order import require_phase_order
@@ -167,13 +168,14 @@ def run_one_iteration(
                                     weakness=weakness["previous"] or weakness["real"],
                                     sealed=sealed_train_ids(rd) if n == 1 else frozenset())  # iter_0: the real env
         steps.append_iteration_entry(rd, n, analysis, weakness["real"])
+        atomic_write_json(it.dir / KNOBS_FILE, knobs_in_force(ctx, n))  # before any overrides.toml: the base values
         steps.write_skeletons(ctx, n, analysis)
     if steps.teacher_files_untouched(it):
         compact = (f" iter_{n - 1} just finished (results in scratchpad.md): run /compact before reading the new "
                    "failures (if it fails: selfimprove note --compact-failed \"...\")." if n > 1 else "")
         raise TeacherActionNeeded(
             f"teacher: fill {it.dir}/weakness_report.md and {it.dir}/gen_dataset.py "
-            f"(inputs: `selfimprove weaknesses --run-dir {rd.root}` (weakness_stats.json), failures.jsonl, analysis.json, "
+            f"(inputs: `selfimprove weaknesses --run-dir {rd.root}` (weakness_stats.json), failures.jsonl, analysis.json, knobs.json, "
             f"hub_env.json), then re-run `selfimprove iterate --run-dir {rd.root}`."
             + compact
         )
