@@ -279,6 +279,13 @@ def test_2a_init_from_happy_path(new_run, cli, prior: Path) -> None:
     assert arm.orchestrator_ckpt(4).is_symlink() and arm.broadcast(4).is_symlink()
     cfg = rd.read_run()
     assert (cfg.iter_0_source, cfg.iter_0_step, cfg.iter_0_path) == ("init-from", 4, str(prior / "prime_out"))
+    # the inherited rollouts are checked for a learning signal (status never says "not checked yet" forever)
+    assert cfg.learning_signal is not None and cfg.learning_signal["train_groups"] > 0
+    assert "not checked yet" not in cli("status", "--run-dir", run).stdout
+    # its seed is unknown (it trained elsewhere), never the canonical config's 0
+    from selfimprove.phases.arms import recorded_seed
+    from selfimprove.phases.context import RunContext
+    assert recorded_seed(RunContext.load(rd), "iter_0") is None
     assert rd.read_metrics().get("iter_0").source == "init-from"
     pad = rd.scratchpad.read_text()
     assert "Inherited via --init-from" in pad and "trajectory" not in pad

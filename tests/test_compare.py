@@ -314,6 +314,9 @@ def test_arm_never_trained_is_missing_too(run: RunDir, cli) -> None:
     res = cli("finalize", "--run-dir", run.root, "--no-plot")
     assert res.exit_code == 6 and "missing run_a" in res.stderr and "run_b" in res.stderr
     assert f"selfimprove compare --run-dir {run.root}`" in res.stderr
+    # --control is compare's default, so before compare runs Run C is missing too
+    assert [m["arm"] for m in run_status(run)["phase4_missing"]] == ["run_a", "run_b", "run_c"]
+    assert "missing Phase 4 arm run_c" in cli("status", "--run-dir", run.root).stdout
 
 
 # ---------------------------------------------------------------- issue 13, items 8 and 4

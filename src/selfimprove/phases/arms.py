@@ -103,7 +103,10 @@ def arm_seed(ctx: RunContext, arm: str, k: int = 0) -> int:
 
 def recorded_seed(ctx: RunContext, key: str) -> int | None:
     """The training seed an arm ran with, read from its rl.toml (iter_0: the canonical config it
-    trained with). None: no such file, or no seed key in it (the engine's default)."""
+    trained with). None: no such file, or no seed key in it (the engine's default), or an iter_0
+    inherited with --init-from (it trained elsewhere, with a seed this run never saw: unknown)."""
+    if key == "iter_0" and ctx.cfg.init_from:
+        return None
     toml = ctx.rd.iter(0).dir / "canonical_rl.toml" if key == "iter_0" else ctx.rd.arm(key).rl_toml
     if not toml.is_file():
         return None

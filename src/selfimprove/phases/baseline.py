@@ -90,7 +90,7 @@ def run_baseline(rd: RunDir, *, restart: bool = False, resume: bool = False, con
         elif summary is None:
             summary, job, ctx = _train(ctx, arm, restart=restart, resume=resume, config=config,
                                        cap_hours=cap_hours, quiet=quiet)
-        if summary.source == "trained":
+        if summary.source in ("trained", "init-from"):  # an inherited iter_0's rollouts are linked in: check them too
             ctx = check_learning_signal(ctx, arm, allow_no_signal, quiet)
         ctx = _bookkeep(ctx, arm, summary)
         return BaselineResult(summary=summary, already_done=already, job=job,

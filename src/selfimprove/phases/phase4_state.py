@@ -60,7 +60,9 @@ def missing_phase4_arms(rd: RunDir, cfg: RunConfig) -> list[dict[str, Any]]:
     done = {r.arm for r in rd.read_metrics().iters}
     errors = {e.arm: e.error for e in cfg.phase4_errors}
     need = phase4_arms(rd, cfg, done) | set(errors)
-    if rd.control("run_c").dir.is_dir():  # Run C was started (it is optional: --no-control skips it)
+    # Run C: once started, or before compare has run at all (--control is compare's default; only a
+    # compare run with --no-control, which writes best_iter.json and no run_c dir, leaves it out)
+    if rd.control("run_c").dir.is_dir() or not rd.best_iter_json.exists():
         need.add("run_c")
     order = {"run_a": 0, "run_b": 1, "run_c": 2}
     out = []
