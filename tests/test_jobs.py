@@ -228,3 +228,16 @@ def test_cap_projection_from_observed_pace() -> None:
     pace.first, pace.last = (101, 2000.0), (111, 2600.0)  # a resumed run at 60 s per step
     assert _cap_deadline(rec, None, pace) == 2600.0 + 89 * 60 + CAP_MARGIN_S
     assert _cap_deadline(rec, 30.0, pace) == 1030.0  # an explicit cap wins
+
+
+def test_a_resumed_arms_progress_starts_at_its_resume_step(arm: ArmDir, capfd: pytest.CaptureFixture) -> None:
+    """iter_N resumes iter_0 at step 50 of 100: its first progress line says 50/100, never 0/100."""
+    from types import SimpleNamespace
+
+    from selfimprove.engines.jobs import _progress_bar
+
+    rec = SimpleNamespace(expect=JobExpectation(max_steps=100, start_step=50, num_examples=1))
+    with _progress_bar(True, arm, rec) as (bar, task):
+        assert bar is not None
+    out = "".join(capfd.readouterr())
+    assert "step 50/100" in out and "step 0/100" not in out

@@ -58,6 +58,7 @@ class JobExpectation(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     max_steps: int  # absolute final step
+    start_step: int = 0  # the step a resumed arm starts from (its progress starts there, not at 0)
     num_examples: int  # final eval rows that mark the job done (eval rollouts_per_example = 1)
     cap_hours: float | None = None  # None = expected duration + 2 h
     expected_seconds: float | None = None  # None = projected from the observed step rate
@@ -375,10 +376,11 @@ def _progress_bar(show: bool, arm: ArmDir, rec: JobRecord):
     if not show:
         yield None, None
     elif _GROUP is not None and _GROUP.progress is not None:
-        yield _GROUP.progress, _GROUP.progress.add_task(arm.name, total=rec.expect.max_steps, reward="-")
+        yield _GROUP.progress, _GROUP.progress.add_task(arm.name, total=rec.expect.max_steps,
+                                                         completed=rec.expect.start_step, reward="-")
     else:
         with _new_progress() as bar:
-            yield bar, bar.add_task(arm.name, total=rec.expect.max_steps, reward="-")
+            yield bar, bar.add_task(arm.name, total=rec.expect.max_steps, completed=rec.expect.start_step, reward="-")
 
 
 def watch(
@@ -420,7 +422,7 @@ def watch(
                        f"at rollouts step {step}; {_options(arm, rec.expect.max_steps)}, or raise --cap-hours")
                 return _finish(arm, rec, "timed_out", counter.count(), error=msg)
             if bar is not None:
-                bar.update(task, completed=step or 0, reward=_fmt(rewards.update()))
+                bar.update(task, completed=max(step or 0, rec.expect.start_step), reward=_fmt(rewards.update()))
             time.sleep(poll_s)
 
 

@@ -166,7 +166,8 @@ def train_arm(
     max_steps = int(config["max_steps"])
     ctx.dialect.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
     cmd = engine_command(ctx.cfg) + ctx.dialect.rl_command_args([arm.rl_toml], {}, arm.prime_out)
-    expect = JobExpectation(max_steps=max_steps, num_examples=num_examples, cap_hours=cap_hours)
+    start_step = get_path(config, ctx.dialect.key("ckpt.resume_step")) or 0  # a resumed arm's progress starts there
+    expect = JobExpectation(max_steps=max_steps, start_step=int(start_step), num_examples=num_examples, cap_hours=cap_hours)
     run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch)
     return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=ctx.rd, key=record_name, rows=rows)
 
