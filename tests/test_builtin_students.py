@@ -118,6 +118,7 @@ def test_an_env_without_a_teacher_is_told_what_to_do(plugin):
         default_teacher("gsm8k")
     msg = str(e.value)
     assert msg.startswith("--teacher: no teacher for 'gsm8k'.") and "write(ctx)" in msg and "--teacher path" in msg
+    assert "--teacher llm:MODEL" in msg  # the built-in teacher for any env
     assert ("(plugin_teacher.py:Teacher for my-env; examples/arith_teacher.py:ArithTeacher for selfimprove-arith)"
             in msg)
 
