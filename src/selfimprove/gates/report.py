@@ -34,7 +34,7 @@ GATE = "report"
 # Bounds from the seed's Phase 3a (and DESIGN.md "teacher contract").
 DOMAINS_MIN, DOMAINS_MAX = 3, 6
 SUBS_MIN, SUBS_MAX = 2, 5
-DOMAIN_LABEL_MAX_WORDS = 4  # seed says 3-4 words; we accept 1-4 (short labels are not garbage)
+DOMAIN_LABEL_MAX_WORDS = 4  # the seed says 3-4 words; the rule is 1-4 (short labels are not garbage), stated so everywhere
 SUB_LABEL_MAX_WORDS = 6
 ROWS_MIN, ROWS_MAX = 500, 1000
 BUCKET_MIN_SHARE = 0.03
@@ -59,8 +59,8 @@ class SubDomain(_Strict):
 class Domain(_Strict):
     """A weakness area seen in the low-reward TRAIN rollouts."""
 
-    label: str = Field(description="3-4 words (1-4 accepted); rows use it as info.domain")
-    severity: Literal["high", "med", "low"] = Field(description="domains are listed high, then med, then low")
+    label: str = Field(description="1-4 words; rows use it as info.domain")
+    severity: Literal["high", "med", "low"] = Field(description="domains are listed high, then med, then low; ties allowed")
     evidence: str = Field(description="one sentence paraphrasing 1-2 failed train prompts")
     sub_domains: list[SubDomain] = Field(description="2-5 failure modes")
 
@@ -85,7 +85,7 @@ class CustomReward(_Strict):
 
     name: str = Field(description="function name in the rewards file")
     weight: float = Field(description="<= 0.2 each, <= 0.3 over all custom rewards")
-    failure_mode: str = Field(description="the report failure mode (a sub_domain label) it targets")
+    failure_mode: str = Field(description="the sub_domain label it targets most (it scores every row: auxiliary shaping)")
     source_file: str | None = Field(default=None, description="python file defining it, relative to iter_N/")
 
 

@@ -5,10 +5,14 @@ so the agent and this teacher read one text: a section renamed in SKILL.md fails
 tests/test_llm_teacher.py) instead of silently dropping out of the prompt. The only text of
 our own is REPLY_FORMAT: how to hand the files back, which the agent does with its file tools.
 
-Inputs are the files the agent reads for iteration N (hub_env.json, weakness_stats.json,
-failures.jsonl, analysis.json, the skeletons it fills, the earlier scratchpad entries), all
-TRAIN material: eval rows never reach them (the tool seals them before any of these files is
-written), and nothing else of the run dir is read here.
+Inputs are what the agent reads for iteration N (hub_env.json, the knobs in force, the weakness
+summary `selfimprove weaknesses` prints, analysis.json, failures.jsonl, the skeletons it fills,
+the earlier scratchpad entries), all TRAIN material: eval rows never reach them (the tool seals
+them before any of these files is written), and nothing else of the run dir is read here (never
+eval_summary.json, eval_ngrams.json or prime_out/). The whole opening request (instructions and
+inputs) fits ApiSettings.input_chars (--teacher-input-chars): the weakness summary is whole, and
+what is cut to fit (failure rows, old scratchpad lines, groups past half the inputs) is counted
+in a [bracketed] line, never cut mid-row.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ TEACHER_SECTIONS = (
     ("SKILL.md", ("Rules you never break", "Phase 3: iterate (the loop)", "Files you write (and only these)")),
     ("SKILL-reference.md", ("What you read", "weakness_report.md front matter (the report gate)",
                             "The generator contract", "The dataset gate (every rule, every row; exit 4 lists all failures)",
+                            "What the row rules compare (as the gate applies them)",
                             "overrides.toml (optional, per iteration)")),
 )
 
