@@ -25,7 +25,7 @@ TeacherMaxReplyTokensOpt = Annotated[Optional[int], typer.Option(
     min=1, help="--teacher llm:MODEL: completion tokens one reply may use (sent as max_completion_tokens). Default: "
                 "the server's own limit.")]
 TeacherInputCharsOpt = Annotated[int, typer.Option(
-    min=20_000, help=f"--teacher llm:MODEL: characters of the opening request, the skill's instructions included "
+    min=50_000, help=f"--teacher llm:MODEL: characters of the opening request, the skill's instructions included "
                      f"(default {DEFAULT_INPUT_CHARS:,}: ~17k tokens, within a 32k-context local model with room for "
                      "the reply). The weakness summary is always whole (groups capped by class order only past half "
                      "the inputs, with a count); failures and the scratchpad fill the rest, whole rows, with a count.")]

@@ -123,7 +123,11 @@ def inputs_message(ctx: TeacherContext, budget: int | None = None) -> str:
         pad = _block("scratchpad.md", pad_text)
         left -= len(pad) + 2
     failures = _block("failures.jsonl", sampled_failures(_read(ctx.failures_path), max(0, left - 40), ctx.weakness))
-    return "\n\n".join(b for b in (*fixed, summary, failures, *skeletons, pad) if b)
+    message = "\n\n".join(b for b in (*fixed, summary, failures, *skeletons, pad) if b)
+    if len(message) > budget:  # the whole inputs (summary, skeletons, ...) cannot shrink further: say so
+        message = (f"[these inputs are {len(message) - budget:,} characters over the budget: the inputs that are "
+                   "always whole do not fit; raise --teacher-input-chars]\n" + message)
+    return message
 
 
 def knobs_block(ctx: TeacherContext) -> str | None:
