@@ -203,9 +203,13 @@ def test_run_dir_alone_resumes_with_the_recorded_teacher(run: RunDir) -> None:
     """`run --run-dir R` without --teacher reuses run.json's teacher and its flags (never the key);
     a flag typed again overrides its recorded value."""
     with ReplayServer(503) as down:
-        first = cli("run", "--run-dir", str(run.root), *llm_args(down.url, "--teacher-retries", "1"))
+        first = cli("run", "--run-dir", str(run.root), *llm_args(down.url, "--teacher-retries", "1",
+                                                                 "--teacher-input-chars", "55000"))
     assert first.returncode == 75
+    messages = json.loads(down.requests[0]["body"])["messages"]
+    assert sum(len(m["content"]) for m in messages) <= 55_000  # the opening request fits the flag's budget
     recorded = json.loads(run.run_json.read_text())["teacher"]
+    assert recorded["settings"]["teacher_input_chars"] == 55_000  # recorded like the other --teacher-* flags
     assert recorded["spec"] == "llm:replay-model" and recorded["settings"]["teacher_api_key_env"] == KEY_ENV
     assert recorded["settings"]["teacher_retries"] == 1 and KEY not in json.dumps(recorded)
     with ReplayServer(401) as other:

@@ -113,3 +113,12 @@ def test_the_opening_request_fits_its_budget_with_the_whole_summary_and_the_knob
         for g in ctx.weakness["real"]["groups"]:
             assert f"`{g['group']}`" in user
     assert "eval_summary" not in user.split("</input>")[-1]  # nothing sealed-adjacent among the inputs
+
+
+def test_a_bad_overrides_file_does_not_stop_the_opening_request(run: RunDir) -> None:
+    """An overrides.toml left in iter_N/ that fails its checks: the request shows knobs.json's base values
+    and says why, instead of failing the LLM teacher before it is asked anything."""
+    _at_teacher_stop(run)
+    (run.iter(1).dir / "overrides.toml").write_text("[trainer.optim]\nlr = 5.0\n")
+    _, user = (m["content"] for m in LlmTeacher(ApiSettings(model="m", base_url="http://x/v1"))._opening(make_context(run, 1)))
+    assert "Knobs in force for iter_1" in user and "[without overrides.toml, which does not pass its checks" in user

@@ -23,7 +23,7 @@ def _rate(x: float | None) -> str:
 
 
 def _trend(x: float | None) -> str:
-    return "-" if x is None else f"{x:+.2f}"
+    return "-" if x is None else f"{x + 0.0 if round(x, 2) else 0.0:+.2f}"  # never "-0.00"
 
 
 def _cell(text: str) -> str:

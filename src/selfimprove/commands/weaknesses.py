@@ -80,31 +80,26 @@ def _rate(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
 
-def render(stats: dict, top: int, prompts: bool) -> None:
+def render_prompts(stats: dict, top: int) -> None:
+    """`--prompts`: one row per prompt, lowest solve rate first, `top` per class (the group summary is
+    weakness_summary.full_summary)."""
     src, w, g = stats["source"], stats["window"], stats["grouping"]
     out.print(f"[bold]weaknesses for iter_{stats['iteration']}[/bold]: {escape(src.get('arm', '?'))} on "
               f"{escape(src.get('rows', '?'))}, TRAIN rollouts of steps {w['steps'][0] if w['steps'] else '-'}-"
               f"{w['steps'][-1] if w['steps'] else '-'} (n={w['rollouts']}; early/late split at step "
               f"{w['late_from_step']}); solved = {stats['solved_rule']}", soft_wrap=True)
     out.print(f"grouping {escape(g['name'])}: {g['groups']} groups of {g['prompts']} prompts", soft_wrap=True)
-    if g["singleton_share"] is not None and g["singleton_share"] > 0.8:
-        out.print(f"[yellow]{g['singleton_share']:.0%} of the groups hold one prompt[/yellow]: these prompts share no "
-                  "template; read --prompts, or pass --group-by FILE.py:FUNC with your own grouping", soft_wrap=True)
-    rows = stats["prompts"] if prompts else stats["groups"]
-    t = Table(title="prompts (lowest solve rate first)" if prompts else "prompt groups by class", expand=False)
-    for col in ("class", "prompt" if prompts else "group", *(() if prompts else ("prompts",)), "rollouts",
-                "solve rate [95% CI]", "early", "late", "trunc"):
+    t = Table(title="prompts (lowest solve rate first)", expand=False)
+    for col in ("class", "prompt", "rollouts", "solve rate [95% CI]", "early", "late", "trunc"):
         t.add_column(col, overflow="fold")
     for cls in CLASSES:
-        chosen = [r for r in rows if r["class"] == cls][:top]
-        for r in chosen:
+        rows = [r for r in stats["prompts"] if r["class"] == cls]
+        for r in rows[:top]:
             lo, hi = r["solve_rate_ci95"]
-            t.add_row(cls, escape(r["question"] if prompts else r["group"]), *(() if prompts else (str(r["prompts"]),)),
-                      str(r["rollouts"]), f"{r['solve_rate']:.3f} [{lo:.3f}, {hi:.3f}]", _rate(r["early_rate"]),
-                      _rate(r["late_rate"]), f"{r['truncated_share']:.2f}")
-        hidden = sum(1 for r in rows if r["class"] == cls) - len(chosen)
-        if hidden > 0:
-            t.add_row(cls, f"... {hidden} more (--top)", *([""] * (5 if prompts else 6)))
+            t.add_row(cls, escape(r["question"]), str(r["rollouts"]), f"{r['solve_rate']:.3f} [{lo:.3f}, {hi:.3f}]",
+                      _rate(r["early_rate"]), _rate(r["late_rate"]), f"{r['truncated_share']:.2f}")
+        if len(rows) > top:
+            t.add_row(cls, f"... {len(rows) - top} more (--top)", *([""] * 5))
     out.print(t)
     for cls in CLASSES:
         c = stats["by_class"][cls]
@@ -144,7 +139,7 @@ def command(
         if json_:
             print_json(stats)
         else:
-            render(stats, top or 10, prompts)
+            render_prompts(stats, top or 10)
         sys.stdout.flush()
         return
     real = load_stats(rd, iteration, source or "real", group_by)

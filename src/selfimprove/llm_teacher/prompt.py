@@ -22,7 +22,9 @@ import re
 from pathlib import Path
 
 from ..errors import SelfImproveError
-from ..rundir import read_utf8
+from ..phases.context import RunContext
+from ..phases.knobs import KNOBS_FILE, knobs_in_force, knobs_text
+from ..rundir import RunDir, read_json_object, read_utf8
 from ..skill import packaged_text
 from ..teacher import TeacherContext
 from ..weakness import CLASSES
@@ -132,14 +134,15 @@ def inputs_message(ctx: TeacherContext, budget: int | None = None) -> str:
 
 def knobs_block(ctx: TeacherContext) -> str | None:
     """The knobs in force for this iteration's arm (phases/knobs.py), read from the run dir; None without one."""
-    from ..phases.context import RunContext  # the phases import the teacher module: import here, not at the top
-    from ..phases.knobs import knobs_in_force, knobs_text
-    from ..rundir import RunDir
-
     rd = RunDir(ctx.run_dir)
     if not rd.run_json.is_file():
         return None  # a context without a run dir (a teacher tried by hand)
-    return knobs_text(knobs_in_force(RunContext.load(rd), ctx.iteration))
+    try:
+        return knobs_text(knobs_in_force(RunContext.load(rd), ctx.iteration))
+    except SelfImproveError as e:  # e.g. an overrides.toml left in iter_N/ that fails its checks
+        saved = read_json_object(ctx.iter_dir / KNOBS_FILE)
+        base = knobs_text(saved) if saved else "(no iter_N/knobs.json)"
+        return f"{base}\n[without overrides.toml, which does not pass its checks: {e}]"
 
 
 def newest_lines(text: str, budget: int) -> str:
