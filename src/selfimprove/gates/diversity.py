@@ -30,13 +30,14 @@ Rules:
   depth axis only when, in addition, no single depth value holds more than
   MAX_DEPTH_SHARE (70%) of the bucket's rows (the seed's parenthesis). The
   message names each failing bucket with the axes it does vary.
-- Buckets split by an axis. The weakness classes ask for buckets cut along a
-  structure ("one carry", "two carries", "three carries"), and such a bucket
-  holds one value of that axis by construction. So an axis on which every
-  row of a bucket takes one value, which no other bucket of its domain takes
-  (and the domain has another bucket with that axis), counts as varied in
-  that bucket: the variation is across the split. One such axis per bucket
-  (`split_by` in the stats); the other varied axes must vary inside it.
+- Buckets split by a structural count. The weakness classes ask for buckets
+  cut along a structure ("one carry", "two carries", "three carries"), and
+  such a bucket holds one `depth` by construction. So `depth` counts as
+  varied in a bucket whose rows all take one depth value that no other
+  bucket of its domain takes (and the domain has another bucket with a
+  depth): the variation is across the split (`split_by` in the stats). Only
+  depth, the count axis: a bucket with one cover story of its own is not a
+  split, just a bucket without cover-story variety.
 
 What is not covered: whether the declared values are true. The cold-read audit
 (Pillar 1) and the template signatures (dedup.py: name/number clones count as
@@ -52,6 +53,7 @@ from .common import GateFailure, GateReport, share
 
 GATE = "diversity"
 AXES = ("cover_story", "depth", "surface", "numbers", "distractor")
+SPLIT_AXES = ("depth",)  # the structural count a domain's buckets may be split by
 MIN_VARIED_AXES = 3
 MAX_DEPTH_SHARE = 0.70
 MAX_FIXED_AXES = 4  # at least one axis always has to vary
@@ -129,7 +131,7 @@ def check_diversity(rows: list[dict], fixed_axes: dict[str, str] | None = None) 
         axes = varied_axes(axes_rows)
         names = [a for a in free if axes[a]["varied"]]
         siblings = [rows_ for (d, s_), rows_ in buckets.items() if d == dom and s_ != sub]
-        split = next((a for a in free if a not in names and split_axis(a, axes_rows, siblings)), None)
+        split = next((a for a in SPLIT_AXES if a in free and a not in names and split_axis(a, axes_rows, siblings)), None)
         if split is not None:
             names.append(split)
         per_bucket[f"{dom} / {sub}"] = {"rows": len(axes_rows), "varied": names, "split_by": split, "axes": axes}
@@ -144,8 +146,8 @@ def check_diversity(rows: list[dict], fixed_axes: dict[str, str] | None = None) 
             rule="diversity_axes",
             message=(f"{len(short)} bucket(s) vary fewer than {need} of {', '.join(free)}"
                      + (f" (fixed by the report: {', '.join(fixed)})" if fixed else "")
-                     + f" (depth counts only with no value over {MAX_DEPTH_SHARE:.0%}; one axis that splits the "
-                       "domain's buckets, one value each, counts too): {shown}"),
+                     + f" (depth counts only with no value over {MAX_DEPTH_SHARE:.0%}, or when the domain's buckets "
+                       f"split by depth, one value each): {shown}"),
             rows=sorted(short_rows),
         ))
     stats = {"fixed_axes": fixed, "varied_needed": need, "per_bucket": per_bucket, "buckets_short": len(short)}
