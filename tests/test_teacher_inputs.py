@@ -64,13 +64,13 @@ def test_failures_are_sampled_across_groups_worst_first_as_whole_rows() -> None:
         rows.append({"rank": k, "group": f"g-{cls}", "group_class": cls, "group_solve_rate": CLASSES.index(cls) / 4,
                      "question": f"q{k}", "completion": "x" * 300})
     text = "".join(json.dumps(r) + "\n" for r in rows)
-    out = sampled_failures(text, 6_000, None)
+    out = sampled_failures(text, 6_000)
     kept = [json.loads(line) for line in out.splitlines()[:-1]]  # every line but the count line parses whole
     assert len(out) <= 6_000 and 0 < len(kept) < 200
     assert {r["group"] for r in kept} == {f"g-{c}" for c in CLASSES}  # every group gets rows, not the first ranks only
     assert [r["rank"] for r in kept] == sorted(r["rank"] for r in kept)
     assert out.splitlines()[-1].startswith(f"[{len(kept)} of 200 rows shown (4 prompt groups")
-    assert sampled_failures(text, len(text), None) == text  # it fits: whole, no count line
+    assert sampled_failures(text, len(text)) == text  # it fits: whole, no count line
 
 
 def test_severity_ties_pass_the_report_gate_and_an_inversion_fails() -> None:

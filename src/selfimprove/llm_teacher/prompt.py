@@ -124,7 +124,7 @@ def inputs_message(ctx: TeacherContext, budget: int | None = None) -> str:
         pad_text = newest_lines(_read(Path(ctx.scratchpad_path)), int(left * SCRATCHPAD_SHARE))
         pad = _block("scratchpad.md", pad_text)
         left -= len(pad) + 2
-    failures = _block("failures.jsonl", sampled_failures(_read(ctx.failures_path), max(0, left - 40), ctx.weakness))
+    failures = _block("failures.jsonl", sampled_failures(_read(ctx.failures_path), max(0, left - 40)))
     message = "\n\n".join(b for b in (*fixed, summary, failures, *skeletons, pad) if b)
     if len(message) > budget:  # the whole inputs (summary, skeletons, ...) cannot shrink further: say so
         message = (f"[these inputs are {len(message) - budget:,} characters over the budget: the inputs that are "
@@ -162,7 +162,7 @@ def newest_lines(text: str, budget: int) -> str:
             "--teacher-input-chars; the newest lines follow]\n" + "\n".join(reversed(kept)))
 
 
-def sampled_failures(text: str, budget: int, weakness: dict | None) -> str:
+def sampled_failures(text: str, budget: int) -> str:
     """failures.jsonl as whole rows within `budget`: round-robin over the prompt groups, worst group first
     (class never -> solved, then solve rate), each group's lowest rewards first; a count line when any
     row is left out. Rows keep failures.jsonl's order of rank inside the sample."""
