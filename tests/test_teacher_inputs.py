@@ -122,3 +122,20 @@ def test_a_bad_overrides_file_does_not_stop_the_opening_request(run: RunDir) -> 
     (run.iter(1).dir / "overrides.toml").write_text("[trainer.optim]\nlr = 5.0\n")
     _, user = (m["content"] for m in LlmTeacher(ApiSettings(model="m", base_url="http://x/v1"))._opening(make_context(run, 1)))
     assert "Knobs in force for iter_1" in user and "[without overrides.toml, which does not pass its checks" in user
+
+
+def test_a_generator_may_read_earlier_iterations_datasets(tmp_path) -> None:
+    """SKILL.md: the generator may read ../iter_K/dataset.jsonl to keep clear of earlier rows (cwd = iter_N/)."""
+    import sys
+
+    from selfimprove.engines.generator import run_generator
+
+    (tmp_path / "iter_1").mkdir()
+    (tmp_path / "iter_1" / "dataset.jsonl").write_text(json.dumps({"question": "What is 47 + 38?"}) + "\n")
+    it = tmp_path / "iter_2"
+    it.mkdir()
+    (it / "gen_dataset.py").write_text(
+        "import json\nseen = {json.loads(l)['question'] for l in open('../iter_1/dataset.jsonl')}\n"
+        "open('dataset.jsonl', 'w').write(json.dumps({'seen': sorted(seen)}) + '\\n')\n")
+    assert run_generator(it, it / "gen.log", timeout=60, python=sys.executable) == 0
+    assert json.loads((it / "dataset.jsonl").read_text()) == {"seen": ["What is 47 + 38?"]}
