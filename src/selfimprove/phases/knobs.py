@@ -22,16 +22,10 @@ from .evals import expected_eval_examples
 
 KNOBS_FILE = "knobs.json"  # under iter_N/
 
-# knob -> its seed path in rl.toml (the dialect spells it its own way: Dialect.key)
-KNOB_PATHS = {
-    "trainer.optim.lr": "trainer.optim.lr",
-    "orchestrator.train.sampling.temperature": "orchestrator.train.sampling.temperature",
-    "orchestrator.train.sampling.max_completion_tokens": "orchestrator.train.sampling.max_completion_tokens",
-    "seq_len": "seq_len",
-    "max_steps": "max_steps",
-    "orchestrator.batch_size": "orchestrator.batch_size",
-    "orchestrator.rollouts_per_example": "orchestrator.rollouts_per_example",
-}
+# The knobs shown, by their seed path in rl.toml (the dialect spells each its own way: Dialect.key).
+KNOB_PATHS = ("trainer.optim.lr", "orchestrator.train.sampling.temperature",
+              "orchestrator.train.sampling.max_completion_tokens", "seq_len", "max_steps",
+              "orchestrator.batch_size", "orchestrator.rollouts_per_example")
 # What an unset knob means on the engine that trains it.
 UNSET = {
     "local": {"trainer.optim.lr": DEFAULT_LR, "orchestrator.train.sampling.temperature": 1.0},
@@ -51,15 +45,15 @@ def knobs_in_force(ctx: RunContext, n: int) -> dict:
                                 overrides=overrides)
     overridden = _flatten(overrides)
     values = {}
-    for name, seed_path in KNOB_PATHS.items():
-        value = get_path(config, ctx.dialect.key(seed_path))
+    for name in KNOB_PATHS:
+        key = ctx.dialect.key(name)
+        value = get_path(config, key)
         if value is None:
             default = UNSET.get(cfg.engine, {}).get(name)
             values[name] = {"value": default, "from": "not set: the engine's default"
                             + ("" if default is not None else " (see its docs)")}
         else:
-            values[name] = {"value": value, "from": f"iter_{n}/overrides.toml" if ctx.dialect.key(seed_path) in overridden
-                            else "run config"}
+            values[name] = {"value": value, "from": f"iter_{n}/overrides.toml" if key in overridden else "run config"}
     return {
         "iteration": n,
         "engine": cfg.engine,
