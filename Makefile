@@ -6,6 +6,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
+comma  := ,
+space  := $(subst ,, )
 # Demo knobs (override on the command line, e.g. make demo BUDGET=20m)
 # (50 steps per run instead of the seed's 100, and every arm evaluated on the full
 # 1000-example eval split so all arms pair on the same examples; both recorded in run.json)
@@ -13,16 +15,45 @@ BUDGET ?= 12m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup demo test test-quick test-faults bench student clean
+.PHONY: setup lock demo demo-record test test-quick test-latest test-faults bench student clean
 
 setup: $(VENV)/.installed
 
-$(VENV)/.installed: pyproject.toml
+# The extras `make setup` installs, at the versions in uv.lock (Linux x86_64, CPython 3.11, torch's
+# CPU wheel from /opt/wheels as on the project's machines). uv itself is pip-installed into the venv
+# first (it is in the dev extra, so the sync keeps it at the locked version). Where the CPU wheel is not
+# on disk, the lock cannot apply: setup says so in one line and installs the ranges in pyproject.toml.
+EXTRAS ?= local plots dev
+TORCH_WHEEL = $(wildcard /opt/wheels/torch-2.13.0+cpu-cp311-*.whl)
+
+$(VENV)/.installed: pyproject.toml uv.lock
 	$(PYTHON) -m venv $(VENV)
+ifneq ($(TORCH_WHEEL),)
+	$(BIN)/python -m pip install -q "uv>=0.9,<0.14"
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --locked $(addprefix --extra ,$(EXTRAS))
+else
+	@echo "make setup: no /opt/wheels/torch-2.13.0+cpu wheel here, so uv.lock (made for it) does not apply; installing the version ranges of pyproject.toml instead (figures may differ from the README's in the last digits)"
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[local,plots,dev]"
+	$(BIN)/python -m pip install -q -e ".[$(subst $(space),$(comma),$(EXTRAS))]"
+endif
 	touch $@
+
+# Refresh uv.lock: the newest versions the ranges allow, released at least 7 days ago
+# ([tool.uv] exclude-newer in pyproject.toml). Then re-run `make test` and `make demo-record`.
+lock:
+	uv lock --upgrade
+
+# Early warning for the next transformers (not part of CI): a second venv with the NEWEST versions
+# the ranges allow (no lock, no cooldown), then the quick tests in it.
+LATEST ?= .venv-latest
+test-latest:
+	rm -rf $(LATEST)
+	$(PYTHON) -m venv $(LATEST)
+	$(LATEST)/bin/python -m pip install -q torch==2.13.0
+	$(LATEST)/bin/python -m pip install -q --upgrade -e ".[$(subst $(space),$(comma),$(EXTRAS))]"
+	$(LATEST)/bin/python -m pip list 2>/dev/null | grep -iE "^(torch|transformers|tokenizers|verifiers|datasets) "
+	OMP_WAIT_POLICY=PASSIVE $(LATEST)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 demo: setup
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/selfimprove run selfimprove-arith $(DEMO_FLAGS) --teacher examples/arith_teacher.py:ArithTeacher
