@@ -13,7 +13,7 @@ BUDGET ?= 12m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup demo test test-quick test-faults bench student clean
+.PHONY: setup demo test test-quick test-faults bench student docs docs-reference docs-serve clean
 
 setup: $(VENV)/.installed
 
@@ -21,7 +21,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[local,plots,dev]"
+	$(BIN)/python -m pip install -q -e ".[local,plots,dev,docs]"
 	touch $@
 
 demo: setup
@@ -54,5 +54,18 @@ bench: setup
 	$(BIN)/python bench/iterate.py
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/python bench/lift.py
 
+# The docs site (mkdocs.yml, docs/) into site/, failing on any warning (a broken link, a page
+# missing from the nav). docs-reference regenerates the pages made from the code (the CLI
+# reference from the Typer app, the run-dir files from the pydantic models); tests/test_docs.py
+# fails while the committed ones differ from what the code generates.
+docs: setup
+	$(BIN)/mkdocs build --strict
+
+docs-reference: setup
+	$(BIN)/python docs/gen_reference.py
+
+docs-serve: setup
+	$(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site
