@@ -1,4 +1,4 @@
-# Two entry points for a fresh clone (see README):
+# Two entry points for a fresh clone (see README.md; the docs site: make docs):
 #   make demo   set up .venv, then run the whole loop on the embedded CPU default
 #   make test   set up .venv, then run the full test suite
 # Everything installs into ./.venv; torch is the CPU wheel pinned in pyproject.
@@ -39,7 +39,7 @@ test: setup
 test-quick: setup
 	$(PYTEST) -m "not slow"
 
-# The kill -9 fault suite alone (README "What a crash costs"); `make test` runs it too.
+# The kill -9 fault suite alone (docs/how-to/resume.md); `make test` runs it too.
 test-faults: setup
 	$(BIN)/python -m pytest -m fault -rA
 
