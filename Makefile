@@ -58,14 +58,15 @@ bench: setup
 # missing from the nav). docs-reference regenerates the pages made from the code (the CLI
 # reference from the Typer app, the run-dir files from the pydantic models); tests/test_docs.py
 # fails while the committed ones differ from what the code generates.
+# (NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, not a build warning)
 docs: setup
-	$(BIN)/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 docs-reference: setup
 	$(BIN)/python docs/gen_reference.py
 
 docs-serve: setup
-	$(BIN)/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
 
 clean:
 	rm -rf $(VENV) .pytest_cache site
