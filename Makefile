@@ -1,4 +1,4 @@
-# Two entry points for a fresh clone (see README):
+# Two entry points for a fresh clone (see README.md; the docs site: make docs):
 #   make demo   set up .venv, then run the whole loop on the embedded CPU default
 #   make test   set up .venv, then run the full test suite
 # Everything installs into ./.venv; torch is the CPU wheel pinned in pyproject.
@@ -17,7 +17,7 @@ BUDGET ?= 60m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup lock demo demo-record test test-quick test-latest test-faults bench student clean
+.PHONY: setup lock demo demo-record test test-quick test-latest test-faults bench student docs docs-reference docs-serve clean
 
 setup: $(VENV)/.installed
 
@@ -25,7 +25,7 @@ setup: $(VENV)/.installed
 # CPU wheel from /opt/wheels as on the project's machines). uv itself is pip-installed into the venv
 # first (it is in the dev extra, so the sync keeps it at the locked version). Where the CPU wheel is not
 # on disk, the lock cannot apply: setup says so in one line and installs the ranges in pyproject.toml.
-EXTRAS ?= local plots dev
+EXTRAS ?= local plots dev docs
 TORCH_WHEEL = $(wildcard /opt/wheels/torch-2.13.0+cpu-cp311-*.whl)
 
 $(VENV)/.installed: pyproject.toml uv.lock
@@ -77,7 +77,7 @@ test: setup
 test-quick: setup
 	$(PYTEST) -m "not slow"
 
-# The kill -9 fault suite alone (README "What a crash costs"); `make test` runs it too.
+# The kill -9 fault suite alone (docs/how-to/resume.md); `make test` runs it too.
 test-faults: setup
 	$(BIN)/python -m pytest -m fault -rA
 
@@ -92,5 +92,19 @@ bench: setup
 	$(BIN)/python bench/iterate.py
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/python bench/lift.py
 
+# The docs site (mkdocs.yml, docs/) into site/, failing on any warning (a broken link, a page
+# missing from the nav). docs-reference regenerates the pages made from the code (the CLI
+# reference from the Typer app, the run-dir files from the pydantic models); tests/test_docs.py
+# fails while the committed ones differ from what the code generates.
+# (NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, not a build warning)
+docs: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+docs-reference: setup
+	$(BIN)/python docs/gen_reference.py
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
+
 clean:
-	rm -rf $(VENV) .pytest_cache
+	rm -rf $(VENV) .pytest_cache site

@@ -167,7 +167,7 @@ def test_compare_bands_names_a_kind_that_changed_band_and_ignores_drift_inside_o
 
 
 def test_the_shipped_student_has_solved_learnable_and_hopeless_kinds():
-    """The demo's story (README, 'The built-in student') in bands: 1 solved, 5 learnable, 2 hopeless."""
+    """The demo's story (docs/concepts/built-in-student.md) in bands: 1 solved, 5 learnable, 2 hopeless."""
     profile = json.loads((SHIPPED / shipped.PROFILE_FILE).read_text())
     bands = [shipped.kind_band(row, profile["k"]) for row in profile["kinds"].values()]
     assert (bands.count("solved"), bands.count("learnable"), bands.count("hopeless")) == (1, 5, 2)
