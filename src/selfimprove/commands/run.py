@@ -48,7 +48,7 @@ def default_teacher(env_id: str) -> str:
         "Use the built-in LLM teacher for any env: --teacher llm:MODEL (an OpenAI-compatible API; --teacher-base-url "
         "for a local server; needs the llm extra); or write one: an object with write(ctx) that writes weakness_report.md and "
         "gen_dataset.py into ctx.iter_dir from ctx.failures_path, ctx.analysis and ctx.hub_env (src/selfimprove/"
-        "teacher.py; README 'Teachers'), pass it as --teacher path/to/file.py:OBJECT, or run the phases by hand "
+        "teacher.py; docs/how-to/write-teacher.md), pass it as --teacher path/to/file.py:OBJECT, or run the phases by hand "
         "as the agent skill does (SKILL.md)")
 
 

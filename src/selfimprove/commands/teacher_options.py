@@ -26,7 +26,7 @@ TeacherMaxReplyTokensOpt = Annotated[Optional[int], typer.Option(
                 "the server's own limit.")]
 TeacherInputCharsOpt = Annotated[int, typer.Option(
     min=50_000, help=f"--teacher llm:MODEL: characters of the opening request, the skill's instructions included "
-                     f"(default {DEFAULT_INPUT_CHARS:,}: ~17k tokens, within a 32k-context local model with room for "
+                     f"(default {DEFAULT_INPUT_CHARS:,}: ~15k tokens, within a 32k-context local model with room for "
                      "the reply). The weakness summary is always whole (groups capped by class order only past half "
                      "the inputs, with a count); failures and the scratchpad fill the rest, whole rows, with a count.")]
 TeacherTimeoutOpt = Annotated[float, typer.Option(min=1, help="--teacher llm:MODEL: seconds per request.")]
