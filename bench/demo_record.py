@@ -25,10 +25,11 @@ RECORD = REPO / "bench" / "out" / "demo.txt"
 README = REPO / "README.md"
 START, END = "<!-- demo-table:start -->", "<!-- demo-table:end -->"
 
-# The summary is what `selfimprove run` prints after the "finalize end" phase line, up to the status
-# line: the verdict, the table (its title says n, split and seeds), the tests and their notes.
+# The summary is what `selfimprove run` prints after the "finalize end" phase line: the verdict, then
+# the table (its title says the split, n and the seeds per arm), then the tests and notes. The record
+# keeps the verdict and the table, whose last line is the table's bottom border.
 _FINALIZE_END = re.compile(r"^\d\d:\d\d:\d\d finalize end\b")
-_STATUS = re.compile(r"^status \w+ \(ended: ")
+_TABLE_END = ("└", "+-")  # rich's box, or the ASCII box of a console without unicode
 
 
 def summary_block(output: str) -> str:
@@ -39,17 +40,15 @@ def summary_block(output: str) -> str:
         raise ValueError("no 'finalize end' line: the demo did not reach Phase 5")
     block = []
     for ln in lines[starts[-1] + 1:]:
-        if _STATUS.match(ln):
-            break
         block.append(ln.rstrip())
+        if ln.startswith(_TABLE_END) and len(block) > 1:
+            break
     else:
-        raise ValueError("no 'status ... (ended: ...)' line after the summary")
+        raise ValueError("no summary table after 'finalize end'")
     while block and not block[0]:
         block.pop(0)
-    while block and not block[-1]:
-        block.pop()
-    if not block:
-        raise ValueError("an empty summary between 'finalize end' and the status line")
+    if len(block) < 3 or not any("eval_acc" in ln for ln in block):
+        raise ValueError("no summary table after 'finalize end'")
     return "\n".join(block)
 
 

@@ -38,24 +38,27 @@ OUTPUT = """\
 12:00:00 compare end (5m)
 12:00:01 finalize start
 12:00:05 finalize end (4s)
-
 targeted data beat equal compute on real data: run_a 0.821 vs run_c 0.751
- run      eval_acc
- iter_0     0.709
-status finalized (ended: max_iters_reached; ...); total 9m
-plot: runs/x/eval_acc.png
+eval accuracy on the real environment (split eval, n_eval=1000 per arm, 1 training seed per arm)
+┃ run      ┃ eval_acc ┃
+│ iter_0   │    0.709 │
+└──────────┴──────────┘
+note: eval_acc = share of eval examples with reward >= 0.5
+run dir: /tmp/x | status finalized (ended: max_iters_reached)
 """
 
 
-def test_summary_block_is_what_follows_finalize_up_to_the_status_line():
-    assert demo_record.summary_block(OUTPUT) == (
-        "targeted data beat equal compute on real data: run_a 0.821 vs run_c 0.751\n run      eval_acc\n iter_0     0.709")
+def test_summary_block_is_the_verdict_and_the_table_after_finalize():
+    block = demo_record.summary_block(OUTPUT)
+    assert block.splitlines()[0].startswith("targeted data beat equal compute")
+    assert block.splitlines()[-1] == "└──────────┴──────────┘"
+    assert "note:" not in block and "/tmp/x" not in block  # no host-specific path in the record
 
 
 @pytest.mark.parametrize(("output", "why"), [
     ("12:00:00 baseline end (1m)\n", "did not reach Phase 5"),
-    (OUTPUT.replace("status finalized", "stat"), "no 'status"),
-    ("12:00:05 finalize end (4s)\n\nstatus finalized (ended: x)\n", "empty summary"),
+    (OUTPUT.replace("└", "x"), "no summary table"),
+    ("12:00:05 finalize end (4s)\n\n└──┘\n", "no summary table"),
 ])
 def test_summary_block_refuses_an_output_without_a_summary(output, why):
     with pytest.raises(ValueError, match=why):
