@@ -13,7 +13,7 @@ BUDGET ?= 12m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup demo test test-quick test-faults bench student clean
+.PHONY: setup demo test test-deps test-quick test-faults bench student clean
 
 setup: $(VENV)/.installed
 
@@ -33,8 +33,18 @@ demo: setup
 TEST_WORKERS ?= 2
 PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
-test: setup
+test: setup test-deps
 	$(PYTEST)
+
+# The one-node SLURM cluster of tests/slurm_cluster.py needs slurm-wlm and munge (Debian). Installed
+# here when missing and we are root (CI runs `make test` as root on a fresh machine); elsewhere the
+# SLURM tests skip with one line saying why.
+test-deps:
+	@if ! command -v sbatch >/dev/null 2>&1 || ! test -x /usr/sbin/munged; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge; \
+	  else echo "test-deps: slurm-wlm/munge missing and not root with apt-get: the SLURM tests will skip"; fi; \
+	fi
 
 test-quick: setup
 	$(PYTEST) -m "not slow"
