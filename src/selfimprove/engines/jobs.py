@@ -38,7 +38,7 @@ from ..faults import fault_point
 from ..models import FileModel
 from ..rundir import ArmDir, read_model, sorted_steps, write_model
 from ..ui import PlainProgress, console
-from . import procs
+from . import procs, slurm, slurm_jobs
 from .crash_cause import setup_failure
 from .rollouts import LineCounter, TrainRewardTracker
 
@@ -84,6 +84,11 @@ class JobRecord(FileModel):
     resume_step: int | None = None
     log: str
     expect: JobExpectation
+    # On SLURM (engines/slurm_jobs.py) the command above is only the launcher: the job is the scheduler's.
+    scheduler: Literal["slurm"] | None = None
+    job_id: str | None = None  # from `Submitted batch job N`, or found by job_name; None until known
+    job_name: str | None = None  # the arm's unique name (si-<run id>-<arm>), how squeue finds it
+    job_log: str | None = None  # the job's own log (scontrol StdOut, or <run dir>/job_<id>.log)
 
 
 class JobResult(FileModel):
@@ -112,7 +117,8 @@ def _rc_path(arm: ArmDir) -> Path:
 def _arm_paths(arm: ArmDir, rec: JobRecord, convert) -> JobRecord:
     """rec with its log and eval file paths passed through `convert` (to or from arm-relative)."""
     expect = rec.expect.model_copy(update={"eval_file": convert(rec.expect.eval_file) if rec.expect.eval_file else None})
-    return rec.model_copy(update={"log": convert(rec.log), "expect": expect})
+    return rec.model_copy(update={"log": convert(rec.log), "expect": expect,
+                                  "job_log": convert(rec.job_log) if rec.job_log else None})
 
 
 def _relative_to_arm(arm: ArmDir):
@@ -167,8 +173,12 @@ def tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
 # ---------------------------------------------------------------- launch
 
 
-def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: int | None = None) -> JobRecord:
-    """Start `cmd` detached (own session, stdin closed, output appended to train.log); write job.json."""
+def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: int | None = None,
+           job_name: str | None = None) -> JobRecord:
+    """Start `cmd` detached (own session, stdin closed, output appended to train.log); write job.json.
+
+    With `job_name` the command submits a SLURM job of that name: job.json then gets its id once
+    the launcher has exited (engines/slurm_jobs.py)."""
     if not cmd:
         raise JobFailed(f"{arm.name}: empty engine command; nothing to launch")
     expect = expect.for_arm(arm)
@@ -188,16 +198,22 @@ def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: 
             start_new_session=True, close_fds=True, env=env,
         )
     procs.register_child(proc)
+    if job_name:
+        fault_point(f"submit:{arm.name}")  # launcher started, job.json not written: found by its argv, then by name
     rec = JobRecord(
         pid=proc.pid, pgid=proc.pid, proc_start=procs.start_time(proc.pid), cmd=list(cmd), cwd=os.getcwd(),
         host=socket.gethostname(), start_ts=time.time(), launch=n, resume_step=resume_step,
-        log=str(arm.train_log), expect=expect,
+        log=str(arm.train_log), expect=expect, scheduler="slurm" if job_name else None, job_name=job_name,
     )
     write_job(arm, rec)
+    if job_name:
+        rec = slurm_jobs.record_submission(arm, rec)
     return rec
 
 
 def _job_alive(rec: JobRecord) -> bool:
+    if rec.scheduler == "slurm":  # any host may ask the scheduler
+        return slurm_jobs.alive(rec)
     if rec.host != socket.gethostname():
         raise RunDirError(f"job.json: the job was launched on host {rec.host}; re-run this command there")
     return procs.alive(rec.pid, rec.pgid, rec.proc_start)
@@ -261,6 +277,9 @@ def launched_output_dir(arm: ArmDir, rec: JobRecord) -> Path | None:
 
 
 def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
+    if rec.scheduler == "slurm" and rec.job_id:
+        rows = LineCounter(Path(rec.expect.eval_file)).count()
+        return slurm_jobs.describe_end(arm, rec, slurm.query(rec.job_id), rows)
     old = launched_output_dir(arm, rec)
     if old is not None:
         there = "it holds" if old.is_dir() else "it no longer exists, so it cannot hold"
@@ -392,6 +411,8 @@ def watch(
     rec = read_job(arm)
     if rec is None:
         raise RunDirError(f"{arm.job_file}: not found; nothing to watch (launch the job first)")
+    if rec.scheduler == "slurm" and rec.job_id:
+        return slurm_jobs.watch(arm, rec, progress=progress, poll_s=poll_s, cap_s=cap_s, exit_grace_s=exit_grace_s)
     counter = LineCounter(Path(rec.expect.eval_file))
     rewards = TrainRewardTracker(arm)
     pace = _Pace()
@@ -439,9 +460,9 @@ def _wait_exit(rec: JobRecord, grace_s: float, poll_s: float) -> bool:
 
 
 def _finish(arm: ArmDir, rec: JobRecord, status: str, rows: int, *, error: str | None = None,
-            still_running: bool = False) -> JobResult:
+            still_running: bool = False, rc: int | None = None) -> JobResult:
     res = JobResult(
-        status=status, rc=_exit_code(arm, rec), timed_out=status == "timed_out", still_running=still_running,
+        status=status, rc=rc if rec.scheduler == "slurm" else _exit_code(arm, rec), timed_out=status == "timed_out", still_running=still_running,
         log=rec.log, seconds=round(time.time() - rec.start_ts, 3), pid=rec.pid, eval_rows=rows, error=error,
         finished_ts=time.time(),
     )
@@ -467,7 +488,7 @@ def archive_output(arm: ArmDir) -> Path | None:
 
 def run_training(
     arm: ArmDir, cmd: list[str], expect: JobExpectation, *, restart: bool, resume: bool, quiet: bool,
-    before_launch: Callable[[], None] | None = None, poll_s: float = 0.5,
+    before_launch: Callable[[], None] | None = None, poll_s: float = 0.5, job_name: str | None = None,
 ) -> JobResult:
     """Attach to, launch, or relaunch the arm's training job and wait for it; raise JobFailed on failure.
 
@@ -477,6 +498,9 @@ def run_training(
     before every fresh launch (e.g. to pre-stage checkpoints into the new prime_out: --restart
     moves the whole prime_out aside, staged trees included). `expect.cap_hours` applies to an
     attached job too (it overrides the cap in job.json).
+
+    `job_name`: the engine submits a SLURM job of that name (phases/slurm_launch.py). The job runner
+    then tracks the scheduler's job; a live one refuses --restart/--resume (JobLive, naming scancel).
     """
     expect = expect.for_arm(arm)
     if restart and resume:
@@ -486,14 +510,19 @@ def run_training(
         if not quiet:
             console.print(msg, highlight=False)
 
+    if job_name:  # job.json completed from the scheduler first: a kill -9 at any point leaves one job
+        slurm_jobs.settle(arm, job_name, expect)
     state = job_state(arm, expect)
     rec = read_job(arm)
+    if state == "running" and rec is not None and rec.scheduler == "slurm" and (restart or resume):
+        slurm_jobs.refuse_relaunch(arm, rec)
     if state == "running":
         assert rec is not None
         # Re-invoking the same command (flags included) after a shell timeout must attach,
         # never start a second copy: the flags only act on a job that is gone.
         ignored = " (--restart/--resume ignored: the job is alive)" if (restart or resume) else ""
-        note(f"{arm.name}: attaching to the running job (pid {rec.pid}, log {rec.log}){ignored}")
+        what = f"SLURM job {rec.job_id}, log {rec.job_log}" if rec.scheduler == "slurm" else f"pid {rec.pid}, log {rec.log}"
+        note(f"{arm.name}: attaching to the running job ({what}){ignored}")
     elif state == "finished":
         if restart or resume:
             note(f"{arm.name}: the job already finished; --restart/--resume ignored (move {arm.prime_out} aside to retrain)")
@@ -509,7 +538,7 @@ def run_training(
             raise JobFailed(f"{arm.name}: cannot --resume: no complete checkpoint below step {expect.max_steps} in "
                             f"{arm.prime_out}; re-run with --restart")
         note(f"{arm.name}: resuming the crashed job from checkpoint step {step}")
-        launch(arm, [*cmd, "--ckpt.resume-step", str(step)], expect, resume_step=step)
+        launch(arm, [*cmd, "--ckpt.resume-step", str(step)], expect, resume_step=step, job_name=job_name)
     else:  # none, or crashed + restart
         if state == "crashed":
             moved = archive_output(arm)
@@ -519,14 +548,16 @@ def run_training(
             note(f"{arm.name}: nothing to resume (never launched); launching")
         if before_launch is not None:
             before_launch()
-        rec = launch(arm, cmd, expect)
-        note(f"{arm.name}: launched pid {rec.pid}; log {rec.log}")
+        rec = launch(arm, cmd, expect, job_name=job_name)
+        note(f"{arm.name}: submitted SLURM job {rec.job_id} ({rec.job_name}); log {rec.job_log}" if job_name
+             else f"{arm.name}: launched pid {rec.pid}; log {rec.log}")
     try:
         cap_s = expect.cap_hours * 3600 if expect.cap_hours else None
         res = watch(arm, progress=not quiet, cap_s=cap_s, poll_s=poll_s)
     except KeyboardInterrupt:
         rec = read_job(arm)
-        console.print(f"{arm.name}: stopped watching; the job (pid {rec.pid if rec else '?'}) keeps running. "
+        which = f"SLURM job {rec.job_id}" if rec and rec.scheduler == "slurm" else f"pid {rec.pid if rec else '?'}"
+        console.print(f"{arm.name}: stopped watching; the job ({which}) keeps running. "
                       "Re-run the same command to attach.")
         raise
     if res.status != "succeeded":

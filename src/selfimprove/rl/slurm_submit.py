@@ -82,7 +82,7 @@ def render(slurm: dict, cfg_path: Path, run_dir: Path) -> str:
                       undefined=StrictUndefined)
     command = shlex.join([sys.executable, "-m", "selfimprove.rl.cli", "@", str(cfg_path)])
     return env.get_template(template.name).render(
-        **{k: v for k, v in values.items() if k != "template_path"},
+        **{k: v for k, v in values.items() if k not in ("template_path", "project_dir")},
         project_dir=str(Path(values["project_dir"]).resolve()), config_path=str(cfg_path),
         output_dir=str(run_dir), command=command, cpus_per_task=1,
     )
