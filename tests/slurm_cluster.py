@@ -26,6 +26,7 @@ import pytest
 
 PACKAGES = ["slurm-wlm", "munge"]
 PARTITION = "cluster"  # prime-rl's SlurmConfig default partition name
+PARKED = "parked"  # a DOWN partition: its jobs wait
 START_TIMEOUT_S = 60.0
 
 
@@ -86,6 +87,9 @@ def slurm_conf(root: Path, host: str, cpus: int, memory_mb: int, munge_socket: P
         "SlurmctldDebug=info", "SlurmdDebug=info",
         f"NodeName={host} NodeAddr=127.0.0.1 CPUs={cpus} RealMemory={memory_mb} State=UNKNOWN",
         f"PartitionName={PARTITION} Nodes={host} Default=YES MaxTime=INFINITE State=UP",
+        # Jobs submitted here stay PENDING (reason PartitionDown) and cost no CPU: the kill-point tests
+        # use it; `scontrol update partitionname=parked state=up` lets them run.
+        f"PartitionName={PARKED} Nodes={host} Default=NO MaxTime=INFINITE State=DOWN",
         "",
     ])
 
@@ -94,7 +98,7 @@ class SlurmCluster:
     """The running cluster: its host (node) name, conf path, partition, and helpers the tests use."""
 
     def __init__(self, root: Path, host: str) -> None:
-        self.root, self.host, self.partition = root, host, PARTITION
+        self.root, self.host, self.partition, self.parked = root, host, PARTITION, PARKED
         self.conf = root / "slurm.conf"
         self.procs: list[subprocess.Popen] = []
 
@@ -118,7 +122,8 @@ class SlurmCluster:
 
     def stop(self) -> None:
         if self.procs:
-            self.run("scancel", "--full", "-p", self.partition, check=False)  # only this cluster's (SLURM_CONF)
+            for partition in (self.partition, self.parked):  # only this cluster's jobs (SLURM_CONF)
+                self.run("scancel", "-p", partition, check=False)
             deadline = time.monotonic() + 20
             while time.monotonic() < deadline and any(s in ("RUNNING", "COMPLETING") for _, _, s in self.jobs_safe()):
                 time.sleep(0.5)

@@ -32,12 +32,12 @@ LIVE_STATES = frozenset({
 ENDED_NEXT = {
     "COMPLETED": "the job exited 0 without the final eval file: read its log, fix the cause, then re-run with --restart",
     "FAILED": "the job exited non-zero: read its log, fix the cause, then re-run with --restart (or --resume)",
-    "TIMEOUT": "the job hit its --slurm.time limit: raise [slurm] time, then re-run with --resume "
-               "(continues from the last checkpoint) or --restart",
-    "CANCELLED": "the job was cancelled (scancel): re-run with --resume (from the last checkpoint) or --restart",
+    "TIMEOUT": "the job hit its [slurm] time limit: raise it, then re-run with --resume (from the last "
+               "checkpoint, where one exists) or --restart",
+    "CANCELLED": "the job was cancelled (scancel): re-run with --resume (where a checkpoint allows) or --restart",
     "OUT_OF_MEMORY": "the job ran out of memory: ask for more (a template with --mem) or use smaller settings, "
                      "then re-run with --restart",
-    "NODE_FAIL": "the job's node failed: re-run with --resume (from the last checkpoint) or --restart",
+    "NODE_FAIL": "the job's node failed: re-run with --resume (where a checkpoint allows) or --restart",
     "BOOT_FAIL": "the job's node failed to boot: re-run with --restart",
     "DEADLINE": "the job passed its deadline: re-run with --resume or --restart",
 }

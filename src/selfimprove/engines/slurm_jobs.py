@@ -191,13 +191,21 @@ def refuse_relaunch(arm: ArmDir, rec) -> None:
 
 def describe_end(arm: ArmDir, rec, info: "slurm.JobInfo | None", rows: int) -> str:
     """Why the arm has no final eval, from the scheduler's last word and the disk."""
-    from .jobs import _options, on_disk, tail
+    from .jobs import _options, on_disk
 
     ck, ro = on_disk(arm)
     return (f"{state_line(arm, rec, info)}. Final eval {rows}/{rec.expect.num_examples} rows in "
             f"{rec.expect.eval_file}; on disk: highest checkpoint step {ck if ck is not None else 'none'}, highest "
             f"rollouts step {ro if ro is not None else 'none'}; {_options(arm, rec.expect.max_steps)}. Last lines of "
-            f"{rec.job_log}:\n{tail(Path(rec.job_log)) if rec.job_log else '(no log)'}")
+            f"{rec.job_log}:\n{_log_tail(rec.job_log)}")
+
+
+def _log_tail(path: str | None) -> str:
+    from .jobs import tail
+
+    if not path or not Path(path).is_file():
+        return "  | (the job wrote no log: it never started)"
+    return tail(Path(path))
 
 
 # ---------------------------------------------------------------- watch
