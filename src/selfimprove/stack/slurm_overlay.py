@@ -39,7 +39,8 @@ def check_tables(cfg: dict, keys_file: str, where: str) -> None:
     if unknown:
         table = unknown[0].split(".")[0]
         valid = ", ".join(sorted(prime_rl_keys.node_at(table, keys_file) or {}))
-        raise ConfigError(f"{where}: unknown key '{unknown[0]}' for this prime-rl; the [{table}] keys are: {valid}")
+        version = prime_rl_keys.load_key_tree(keys_file)["dialect"]
+        raise ConfigError(f"{where}: unknown key '{unknown[0]}' for {version}; the [{table}] keys are: {valid}")
     bad = prime_rl_keys.type_errors(tables, keys_file)
     if bad:
         raise ConfigError(f"{where}: {bad[0]}; fix the value's type")
