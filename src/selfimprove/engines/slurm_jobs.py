@@ -24,7 +24,7 @@ import socket
 import time
 from pathlib import Path
 
-from ..errors import JobFailed, SelfImproveError
+from ..errors import JobFailed, JobLive
 from ..faults import fault_point
 from ..rundir import ArmDir
 from ..ui import console
@@ -34,12 +34,6 @@ from .rollouts import LineCounter, TrainRewardTracker
 POLL_S = 2.0  # the controller answers every query: poll it gently
 SUBMIT_TIMEOUT_S = 900.0  # the launcher (`uv run rl` may sync its venv first) has this long to submit
 _PROC = Path("/proc")
-
-
-class JobLive(SelfImproveError):
-    """The scheduler still holds the arm's job: a second one would train into the same output."""
-
-    exit_code = 75  # EX_TEMPFAIL: retry once the job has ended (or after scancel)
 
 
 # ---------------------------------------------------------------- submission

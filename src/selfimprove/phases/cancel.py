@@ -12,7 +12,7 @@ from typing import Any
 
 from ..engines import slurm
 from ..engines.jobs import read_job
-from ..errors import UsageError
+from ..errors import RunDirError, UsageError
 from ..rundir import ArmDir, RunDir
 from ..scratchpad import utc_stamp
 
@@ -23,7 +23,10 @@ def slurm_arms(rd: RunDir) -> list[tuple[ArmDir, Any]]:
     for p in sorted(rd.root.iterdir()) if rd.root.is_dir() else []:
         if (p / "job.json").is_file():
             arm = ArmDir(rd.root, p.name, rd.layout)
-            rec = read_job(arm)
+            try:
+                rec = read_job(arm)
+            except RunDirError:  # a damaged job.json: the phase that owns the arm reports it
+                continue
             if rec is not None and rec.scheduler == "slurm" and rec.job_id:
                 found.append((arm, rec))
     return found
