@@ -112,3 +112,56 @@ def test_read_overlay_returns_its_tables(tmp_path):
     with pytest.raises(Exception, match="unknown key 'slurm.cleanup_grace_period' for prime-rl@09e297743"):  # the seed's SlurmConfig had no shared_fs
         read_overlay(overlay, SEED.keys_file)
     json.dumps(read_overlay(overlay, V1.keys_file))
+
+
+# ---------------------------------------------------------------- each state's line
+
+
+class _Rec:
+    job_id, job_log = "77", "/runs/r/iter_2/prime_out/job_77.log"
+
+
+@pytest.mark.parametrize("state, reason, words", [
+    ("PENDING", "Resources", ["PENDING (Resources)", "next: wait", "never resubmit"]),
+    ("RUNNING", None, ["RUNNING", "next: wait", "re-run the same command to attach"]),
+    ("REQUEUED", None, ["REQUEUED: requeued, the same job continues", "next: wait"]),
+    ("PREEMPTED", None, ["PREEMPTED: requeued, the same job continues", "next: wait"]),
+    ("COMPLETED", None, ["COMPLETED", "without the final eval file", "--restart"]),
+    ("FAILED", None, ["FAILED (exit 1:0)", "exited non-zero", "--restart"]),
+    ("TIMEOUT", None, ["TIMEOUT (exit 1:0)", "time limit", "--resume"]),
+    ("CANCELLED", None, ["CANCELLED (exit 1:0)", "scancel", "--resume"]),
+    ("OUT_OF_MEMORY", None, ["OUT_OF_MEMORY (exit 1:0)", "more", "--restart"]),
+    ("NODE_FAIL", None, ["NODE_FAIL (exit 1:0)", "node failed", "--resume"]),
+])
+def test_each_state_has_one_line_with_the_job_id_the_log_and_the_next_step(tmp_path, state, reason, words):
+    from selfimprove.engines.slurm_jobs import state_line
+    from selfimprove.rundir import ArmDir
+
+    live = state in slurm.LIVE_STATES
+    info = slurm.JobInfo("77", state, reason, None, None if live or state == "COMPLETED" else "1:0", "scontrol")
+    line = state_line(ArmDir(tmp_path, "iter_2"), _Rec(), info)
+    assert "\n" not in line and line.startswith("iter_2: SLURM job 77 ") and _Rec.job_log in line, line
+    assert all(w in line for w in words), line
+
+
+def test_a_job_the_scheduler_forgot_is_judged_by_its_files(tmp_path):
+    from selfimprove.engines.slurm_jobs import state_line
+    from selfimprove.rundir import ArmDir
+
+    line = state_line(ArmDir(tmp_path, "iter_2"), _Rec(), None)
+    assert "no longer known to the scheduler" in line and "judged by its files" in line
+
+
+def test_the_engine_without_sbatch_says_so_in_one_line(tmp_path):
+    """selfimprove-rl with [slurm] on a machine without the SLURM client: exit 1, one line, nothing submitted."""
+    import subprocess
+    import sys
+
+    overlay = _write(tmp_path / "s.toml", '[slurm]\npartition = "gpu"\n')
+    canonical = Path(__file__).resolve().parents[1] / "configs" / "selfimprove-arith" / "rl.toml"
+    env = {"PATH": "/nonexistent", "HOME": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "selfimprove.rl.cli", "@", str(canonical), "@", str(overlay),
+                          "--output-dir", str(tmp_path / "out")], capture_output=True, text=True, env=env)
+    assert res.returncode == 1 and res.stderr.strip() == (
+        "selfimprove-rl: sbatch is not on PATH: run this on a SLURM login node, or drop the [slurm] table"), res.stderr
+    assert (tmp_path / "out" / "rl.sbatch").is_file() and "Submitted batch job" not in res.stdout
