@@ -12,6 +12,7 @@ job is then judged by its files alone, as a local job is.
 
 from __future__ import annotations
 
+import getpass
 import re
 import shutil
 import subprocess
@@ -78,8 +79,8 @@ def submitted_id(text: str) -> str | None:
 
 
 def live_jobs_named(name: str) -> list[str]:
-    """Ids of the jobs named exactly `name` that the scheduler still holds (pending, running, ...)."""
-    r = _run(["squeue", "-h", "-n", name, "-t", "all", "-o", "%i|%j|%T"])
+    """Ids of this user's jobs named exactly `name` that the scheduler still holds (pending, running, ...)."""
+    r = _run(["squeue", "-h", "-n", name, "-u", getpass.getuser(), "-t", "all", "-o", "%i|%j|%T"])
     if r is None or r.returncode != 0:
         return []
     ids = []
