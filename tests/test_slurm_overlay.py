@@ -165,3 +165,21 @@ def test_the_engine_without_sbatch_says_so_in_one_line(tmp_path):
     assert res.returncode == 1 and res.stderr.strip() == (
         "selfimprove-rl: sbatch is not on PATH: run this on a SLURM login node, or drop the [slurm] table"), res.stderr
     assert (tmp_path / "out" / "rl.sbatch").is_file() and "Submitted batch job" not in res.stdout
+
+
+def test_a_requeued_job_resumes_from_the_first_runs_last_checkpoint(monkeypatch, tmp_path):
+    """After a node failure SLURM runs the same script again: the CPU engine continues from the last complete
+    checkpoint instead of refusing the output dir; a first run, or an explicit resume step, is left alone."""
+    from selfimprove.rl.train import requeued_resume_step
+
+    class Lay:
+        def complete_steps(self):
+            return [2, 4]
+
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    assert requeued_resume_step(Lay(), None) is None
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    assert requeued_resume_step(Lay(), None) == -1
+    assert requeued_resume_step(Lay(), 2) == 2
+    Lay.complete_steps = lambda self: []
+    assert requeued_resume_step(Lay(), None) is None

@@ -11,8 +11,8 @@ name (phases/slurm_launch.py):
               scheduler: a launcher still running (found by pid, or by the job name in its argv) is
               waited for, then the live job of that name is adopted. So a kill -9 of the CLI at any
               point leaves one job per arm: the next invocation attaches to it by id
-    watch     squeue -> scontrol -> sacct each poll, with the output files: done = the final eval
-              complete AND the scheduler says the job ended (or forgot it); one line per state
+    watch     (jobs._watch_slurm) squeue -> scontrol -> sacct each poll, with the output files: done = the
+              final eval complete AND the scheduler says the job ended (or forgot it); one line per state (below)
 
 A job the scheduler no longer knows (past MinJobAge, no accounting) is judged by its files.
 """
@@ -29,7 +29,7 @@ from ..faults import fault_point
 from ..rundir import ArmDir
 from ..ui import console
 from . import procs, slurm
-from .rollouts import LineCounter, TrainRewardTracker
+from .job_record import JobRecord, _exit_code, last_lines, on_disk, read_job, tail, write_job
 
 POLL_S = 2.0  # the controller answers every query: poll it gently
 SUBMIT_TIMEOUT_S = 900.0  # the launcher (`uv run rl` may sync its venv first) has this long to submit
@@ -48,8 +48,6 @@ def job_log(arm: ArmDir, job_id: str, info: "slurm.JobInfo | None" = None) -> st
 
 def launch_output(arm: ArmDir, launch_n: int) -> str:
     """train.log from the marker of launch #n on: what this launch's launcher printed."""
-    from .jobs import last_lines
-
     try:
         lines = last_lines(arm.train_log, 400)
     except FileNotFoundError:
@@ -92,8 +90,6 @@ def _wait_gone(alive, what: str, arm: ArmDir) -> None:
 
 def record_submission(arm: ArmDir, rec):
     """Wait for the launcher to exit, then record the job it submitted in job.json (None: it submitted none)."""
-    from .jobs import _exit_code, tail, write_job
-
     _wait_gone(lambda: procs.alive(rec.pid, rec.pgid, rec.proc_start), f"the engine's launcher (pid {rec.pid})", arm)
     job_id = slurm.submitted_id(launch_output(arm, rec.launch))
     fault_point(f"submitted:{arm.name}")  # submitted, job.json without its id: the name lookup finds it
@@ -114,8 +110,6 @@ def record_submission(arm: ArmDir, rec):
 
 def settle(arm: ArmDir, name: str, expect):
     """job.json completed from the scheduler before the arm's state is judged (see the module doc)."""
-    from .jobs import JobRecord, read_job, write_job
-
     rec = read_job(arm)
     if rec is not None and rec.scheduler == "slurm" and rec.job_id is not None:
         return rec
@@ -183,72 +177,22 @@ def refuse_relaunch(arm: ArmDir, rec) -> None:
                   f"`selfimprove cancel --run-dir <run dir> --arm {arm.name}`), then re-run")
 
 
-def describe_end(arm: ArmDir, rec, info: "slurm.JobInfo | None", rows: int) -> str:
-    """Why the arm has no final eval, from the scheduler's last word and the disk."""
-    from .jobs import _options, on_disk
-
+def describe_end(arm: ArmDir, rec, info: "slurm.JobInfo | None", rows: int, options: str) -> str:
+    """Why the arm has no final eval, from the scheduler's last word and the disk; `options`: how to go on."""
     ck, ro = on_disk(arm)
     return (f"{state_line(arm, rec, info)}. Final eval {rows}/{rec.expect.num_examples} rows in "
             f"{rec.expect.eval_file}; on disk: highest checkpoint step {ck if ck is not None else 'none'}, highest "
-            f"rollouts step {ro if ro is not None else 'none'}; {_options(arm, rec.expect.max_steps)}. Last lines of "
+            f"rollouts step {ro if ro is not None else 'none'}; {options}. Last lines of "
             f"{rec.job_log}:\n{_log_tail(rec.job_log)}")
 
 
 def _log_tail(path: str | None) -> str:
-    from .jobs import tail
-
     if not path or not Path(path).is_file():
         return "  | (the job wrote no log: it never started)"
     return tail(Path(path))
 
 
-# ---------------------------------------------------------------- watch
-
-
-def watch(arm: ArmDir, rec, *, progress: bool, poll_s: float, cap_s: float | None, exit_grace_s: float):
-    """jobs.watch for a SLURM job: the scheduler's state with the output files; writes job_result.json."""
-    from . import jobs
-
-    counter = LineCounter(Path(rec.expect.eval_file))
-    rewards = TrainRewardTracker(arm)
-    poll_s = max(poll_s, POLL_S)
-    seen: tuple[str, str | None] | None = None
-    running_since: float | None = None  # the cap counts from the start of RUNNING, never the queue
-    fault_point(f"train:{arm.name}")
-    with jobs._progress_bar(progress, arm, rec) as (bar, task):
-        while True:
-            if jobs._GROUP is not None and jobs._GROUP.stopped:
-                raise KeyboardInterrupt
-            info = slurm.query(rec.job_id)  # the scheduler BEFORE the rows: an ending job is then seen as done
-            rows = counter.count()
-            if info is not None and info.stdout and not rec.job_log:
-                rec = rec.model_copy(update={"job_log": job_log(arm, rec.job_id, info)})
-                jobs.write_job(arm, rec)
-            key = (info.state, info.reason) if info else ("GONE", None)
-            if key != seen:
-                seen = key
-                console.print(state_line(arm, rec, info), highlight=False)
-            live = info is not None and info.live
-            if rows >= rec.expect.num_examples:
-                still = _wait_end(rec, exit_grace_s, poll_s) if live else False
-                return jobs._finish(arm, rec, "succeeded", rows, still_running=still, rc=_rc(info))
-            if not live:
-                return jobs._finish(arm, rec, "failed", rows, error=describe_end(arm, rec, info, rows), rc=_rc(info))
-            if info.state == "RUNNING":
-                running_since = running_since or time.time()
-            cap = cap_s if cap_s is not None else (rec.expect.cap_hours * 3600 if rec.expect.cap_hours else None)
-            if cap is not None and running_since is not None and time.time() > running_since + cap:
-                slurm.cancel(rec.job_id)
-                msg = (f"{arm.name}: SLURM job {rec.job_id} passed its time cap ({cap / 3600:.2f} h of RUNNING) and was "
-                       f"cancelled; {jobs._options(arm, rec.expect.max_steps)}, or raise --cap-hours")
-                return jobs._finish(arm, rec, "timed_out", counter.count(), error=msg, rc=None)
-            if bar is not None:
-                steps = arm.rollout_steps()
-                bar.update(task, completed=steps[-1] if steps else 0, reward=jobs._fmt(rewards.update()))
-            time.sleep(poll_s)
-
-
-def _rc(info: "slurm.JobInfo | None") -> int | None:
+def exit_rc(info: "slurm.JobInfo | None") -> int | None:
     if info is None or not info.exit_code or info.live:
         return None
     try:
@@ -257,7 +201,7 @@ def _rc(info: "slurm.JobInfo | None") -> int | None:
         return None
 
 
-def _wait_end(rec, grace_s: float, poll_s: float) -> bool:
+def wait_end(rec, grace_s: float, poll_s: float) -> bool:
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         info = slurm.query(rec.job_id)
