@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -43,13 +44,13 @@ from selfimprove.engines.jobs import JobExpectation, run_training
 from selfimprove.errors import SelfImproveError
 from selfimprove.rundir import ArmDir
 
-root, name, overlay, restart = sys.argv[1:5]
+root, name, overlay, flag, max_steps, *extra = sys.argv[1:]
 arm = ArmDir(Path(root), "iter_0")
-cmd = [{engine!r}, "@", {canonical!r}, "@", overlay, "--max-steps", "2", "--slurm.job-name", name,
+cmd = [{engine!r}, "@", {canonical!r}, "@", overlay, "--max-steps", max_steps, *extra, "--slurm.job-name", name,
        "--output-dir", str(arm.prime_out)]
 try:
-    run_training(arm, cmd, JobExpectation(max_steps=2, num_examples=10), restart=restart == "1", resume=False,
-                 quiet=False, job_name=name)
+    run_training(arm, cmd, JobExpectation(max_steps=int(max_steps), num_examples=10), restart=flag == "restart",
+                 resume=flag == "resume", quiet=False, job_name=name)
 except SelfImproveError as e:
     print(f"error: {{e}}", file=sys.stderr)
     sys.exit(e.exit_code)
@@ -63,9 +64,11 @@ def _env(**extra: str) -> dict:
 class Driver:
     """The driver in the background, its output collected as it comes."""
 
-    def __init__(self, root: Path, name: str, overlay: Path, *, fault: str | None = None, restart: bool = False):
+    def __init__(self, root: Path, name: str, overlay: Path, *, fault: str | None = None, flag: str = "",
+                 max_steps: int = 2, extra: tuple[str, ...] = ()):
         env = _env(**({"SELFIMPROVE_FAULT_AT": fault} if fault else {}))
-        self.proc = subprocess.Popen([sys.executable, "-c", DRIVER, str(root), name, str(overlay), "1" if restart else "0"],
+        argv = [sys.executable, "-c", DRIVER, str(root), name, str(overlay), flag or "-", str(max_steps), *extra]
+        self.proc = subprocess.Popen(argv,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
         self.lines: list[str] = []
         self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")), daemon=True)
@@ -75,9 +78,9 @@ class Driver:
     def out(self) -> str:
         return "".join(self.lines)
 
-    def wait_for(self, text: str, timeout: float = 90.0) -> None:
+    def wait_for(self, text: str, timeout: float = 90.0, count: int = 1) -> None:
         deadline = time.monotonic() + timeout
-        while text not in self.out:
+        while self.out.count(text) < count:
             if time.monotonic() > deadline or self.proc.poll() is not None:
                 self.proc.kill()
                 raise AssertionError(f"no {text!r} in the driver's output:\n{self.out}")
@@ -100,7 +103,7 @@ class Driver:
 def drive(root: Path, name: str, overlay: Path, *, fault: str | None = None, restart: bool = False,
           until: str | None = None) -> tuple[int | None, str]:
     """Run the driver to its end; with `until`, stop it (it only watches) once its output shows that text."""
-    d = Driver(root, name, overlay, fault=fault, restart=restart)
+    d = Driver(root, name, overlay, fault=fault, flag="restart" if restart else "")
     if until is None:
         return d.proc.returncode if d.finish() is not None else None, d.out
     d.wait_for(until)
@@ -185,7 +188,7 @@ def test_held_job_shows_its_reason_then_a_scancel_from_outside_ends_the_watch(sl
     driver.wait_for(f"SLURM job {job_id} PENDING (JobHeld")
     held = status_lines(run_dir)
     slurm_cluster.run("scontrol", "release", job_id)
-    driver.wait_for(f"SLURM job {job_id} PENDING (PartitionDown)", )
+    driver.wait_for(f"SLURM job {job_id} PENDING (PartitionDown)", count=2)
     released = status_lines(run_dir)
     slurm_cluster.run("scancel", job_id)
     out = driver.finish()
@@ -195,6 +198,7 @@ def test_held_job_shows_its_reason_then_a_scancel_from_outside_ends_the_watch(sl
     assert released == [f"SLURM job {job_id} iter_0: PENDING (PartitionDown); log {log}"], released
     lines = [ln for ln in out.splitlines() if f": SLURM job {job_id} " in ln]
     states = [ln.split(f"SLURM job {job_id} ", 1)[1].split(";")[0] for ln in lines]
+    states = [st for st in states if st != "PENDING (no reason given)"]  # the instant after release, if seen
     assert states[:3] == ["PENDING (PartitionDown)", "PENDING (JobHeldAdmin)", "PENDING (PartitionDown)"], out
     assert "CANCELLED" in states[-1] and "re-run with --resume" in out and str(log) in out
     assert live_ids(slurm_cluster, name) == [] and status_lines(run_dir) == []
@@ -256,3 +260,28 @@ def test_phase4_arms_were_submitted_side_by_side(slurm_run):
                   ("run_a_best_from_iter0", "run_b_combined_from_base", "run_c_real_from_iter0")}
     ends = {a: json.loads((slurm_run / a / "job_result.json").read_text())["finished_ts"] for a in train_logs}
     assert max(train_logs.values()) < min(ends.values()), (train_logs, ends)
+
+
+@pytest.mark.slow
+def test_a_job_past_its_time_limit_ends_timeout_and_resumes_from_its_last_checkpoint(slurm_cluster, tmp_path):
+    """[slurm] time = 1 minute on a longer training: TIMEOUT, with its line and the checkpoint to resume from;
+    --resume submits one new job (never two live) that continues from that checkpoint."""
+    name = "si-test-timeout"
+    overlay = overlay_file(tmp_path, slurm_cluster.partition, time="00:01:00")
+    extra = ("--ckpt.interval", "1", "--orchestrator.eval.num-examples", "20", "--no-orchestrator.eval.eval-base-model")
+    driver = Driver(tmp_path, name, overlay, max_steps=200, extra=extra)
+    out = driver.finish(timeout=240)
+    assert driver.proc.returncode == 1, out
+    first = json.loads((tmp_path / "iter_0" / "job.json").read_text())["job_id"]
+    m = re.search(r"--resume \(continue from checkpoint step (\d+)\)", out)
+    assert f"SLURM job {first} TIMEOUT" in out and "time limit" in out and m, out
+    step = int(m.group(1))
+    driver = Driver(tmp_path, name, overlay, flag="resume", max_steps=200, extra=extra)
+    driver.wait_for(" RUNNING; log ")
+    out = driver.interrupt()
+    rec = json.loads((tmp_path / "iter_0" / "job.json").read_text())
+    assert rec["job_id"] != first and rec["cmd"][-2:] == ["--ckpt.resume-step", str(step)], rec
+    assert f"resuming the crashed job from checkpoint step {step}" in out, out
+    assert live_ids(slurm_cluster, name) == [rec["job_id"]]
+    assert [s for i, _n, s in slurm_cluster.jobs(name) if i == first] == ["TIMEOUT"]
+    slurm_cluster.run("scancel", rec["job_id"])
