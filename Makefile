@@ -17,7 +17,7 @@ BUDGET ?= 60m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup lock demo demo-record test test-quick test-latest test-faults bench student docs docs-reference docs-serve clean
+.PHONY: setup lock demo demo-record test test-deps test-quick test-latest test-faults bench student docs docs-reference docs-serve clean
 
 setup: $(VENV)/.installed
 
@@ -71,8 +71,19 @@ demo-record: setup
 TEST_WORKERS ?= 2
 PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
-test: setup
+test: setup test-deps
 	$(PYTEST)
+
+# The one-node SLURM cluster of tests/slurm_cluster.py needs slurm-wlm and munge (Debian). Installed
+# here when missing and we are root (CI runs `make test` as root on a fresh machine); elsewhere the
+# SLURM tests skip with one line saying why.
+test-deps:
+	@if ! command -v sbatch >/dev/null 2>&1 || ! test -x /usr/sbin/munged; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge; } \
+	      || echo "test-deps: apt-get could not install slurm-wlm/munge: the SLURM tests will skip"; \
+	  else echo "test-deps: slurm-wlm/munge missing and not root with apt-get: the SLURM tests will skip"; fi; \
+	fi
 
 test-quick: setup
 	$(PYTEST) -m "not slow"

@@ -31,6 +31,8 @@ os.environ["SELFIMPROVE_CACHE"] = os.path.join(tempfile.gettempdir(), f"selfimpr
 # One iter_0-done run (fake engine) for the whole session, copied per test by `run`: defined here,
 # not imported into each module, because a module-level import makes pytest build it once per module.
 from loop_helpers import baseline_run, run  # noqa: E402,F401
+# The one-node SLURM cluster (session-scoped, per worker; skips with one line where it cannot start).
+from slurm_cluster import slurm_cluster  # noqa: E402,F401
 
 
 @pytest.fixture
@@ -72,7 +74,7 @@ def new_run(cli: Cli, runs_dir: Path):
 # `make test` (pytest-xdist, --dist loadfile) files go to the two workers in collection
 # order as each worker frees up, so starting the longest ones first keeps one 12-minute
 # file from starting last and stretching the wall time. Scheduling only: any order passes.
-LONGEST_FIRST = ["test_shipped_student.py", "test_env_python.py", "test_llm_teacher_server.py", "test_run.py", "test_compare_seeds_run.py", "test_reasoning_gym_run.py",
+LONGEST_FIRST = ["test_shipped_student.py", "test_slurm.py", "test_env_python.py", "test_llm_teacher_server.py", "test_run.py", "test_compare_seeds_run.py", "test_reasoning_gym_run.py",
                  "test_run_v1.py", "test_run_v1_only.py", "test_compare.py", "test_rl_engine.py", "test_skill_rehearsal.py", "test_iterate.py",
                  "test_faults.py", "test_llm_teacher.py"]
 

@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status, student, weaknesses
+from .commands import baseline, bootstrap, cancel, compare, finalize, introspect, iterate, note, run, status, student, weaknesses
 from .commands import skill
 
 app = typer.Typer(
@@ -42,6 +42,7 @@ app.command("compare")(compare.command)
 app.command("finalize")(finalize.command)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run.command)
 app.command("status")(status.command)
+app.command("cancel")(cancel.command)
 app.command("weaknesses")(weaknesses.command)
 app.command("note")(note.command)
 app.add_typer(student.app, name="student")

@@ -45,6 +45,12 @@ class JobFailed(SelfImproveError):
     """A training job exited without its final artefacts."""
 
 
+class JobLive(SelfImproveError):
+    """The scheduler still holds the arm's job: --restart/--resume would start a second one into its output."""
+
+    exit_code = 75  # EX_TEMPFAIL: retry once the job has ended (or after scancel)
+
+
 class EvalAggregationError(SelfImproveError):
     """Eval rollouts are missing, empty or lack numeric fields."""
 

@@ -105,6 +105,10 @@ class RunConfig(FileModel):
     env_args: dict[str, Any] = Field(default_factory=dict)  # kwargs for load_environment(hub_id, ...)
     env_path: str | None = None  # local env project installed before introspection
     canonical_config: str | None = None  # --config: the canonical rl.toml for iter_0 / Run B
+    # --slurm: absolute path of the prime-rl overlay holding [slurm] (and optionally [deployment]); every
+    # launch gets it as `@ FILE`, so the engine submits each arm as its own SLURM job. null = no SLURM
+    # (unless the canonical config holds [slurm]: see phases/slurm_launch.py).
+    slurm: str | None = None
     wandb_project: str | None = None  # when set, training configs get a [wandb] section
     # Which prime-rl / verifiers dialect the run writes and reads: "seed" (prime-rl 09e297743,
     # classic verifiers envs) or "v1" (prime-rl >= 0.8 at 559b44772, verifiers v1 Tasksets).

@@ -21,7 +21,7 @@ def command(
     resume: Annotated[bool, typer.Option(help="After a crashed arm job: relaunch from its last checkpoint.")] = False,
     cap_hours: Annotated[Optional[float], typer.Option(help="Give up on a job this many hours past its expected end (default 2).")] = None,
     seeds: Annotated[Optional[int], typer.Option(min=1, max=MAX_SEEDS, help="Training seeds for Run A, Run C and the best iteration (member k: the best iteration canonical orchestrator.seed + 2k, Runs A and C + 2k + 1, so Run A never repeats the best iteration's seed); recorded in run.json. Default: run.json's value (1 = seed variance unmeasured).")] = None,
-    parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Arms trained at once. Default: 2 with the CPU engine (same figures, 1.6-1.7x sooner on 2 cores), 1 with prime-rl (a run takes every GPU).")] = None,
+    parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Arms trained at once. Default: 2 with the CPU engine (same figures, 1.6-1.7x sooner on 2 cores), 1 with prime-rl (a run takes every GPU), every pending arm on SLURM (one job each; the scheduler queues what does not fit).")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 4: pick BEST_ITER and run the controls on the full eval split.

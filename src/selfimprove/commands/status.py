@@ -71,6 +71,10 @@ def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
         out.print(t)
     if s["plot"]:
         out.print(f"plot: {s['plot']}")
+    for j in s["slurm_jobs"]:
+        if j["live"]:  # an ended job is in the arm table (or in its phase's error): only the live ones here
+            reason = f" ({j['reason']})" if j["reason"] else ""
+            out.print(f"SLURM job {j['job_id']} {j['arm']}: {j['state']}{reason}; log {j['log']}", markup=False)
     missing = s["phase4_missing"]
     for m in missing[:SHOWN_MISSING]:
         out.print(f"[red]missing Phase 4 arm[/red] {m['arm']}: {escape(m['why'])}; fix: {escape(m['fix'])}")

@@ -26,26 +26,25 @@ import socket
 import subprocess
 import threading
 import time
-from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from ..errors import JobFailed, RunDirError
 from ..faults import fault_point
-from ..models import FileModel
-from ..rundir import ArmDir, read_model, sorted_steps, write_model
+from ..rundir import ArmDir, write_model
 from ..ui import PlainProgress, console
-from . import procs
+from . import procs, slurm, slurm_jobs
+from .job_record import (  # noqa: F401  (re-exported: the job runner's public names)
+    LOG_TAIL_LINES, TAIL_BYTES, JobExpectation, JobRecord, JobResult, _exit_code, _rc_path, last_lines, on_disk,
+    read_job, read_result, result_path, resumable_step, tail, write_job,
+)
 from .crash_cause import setup_failure
 from .rollouts import LineCounter, TrainRewardTracker, student_build_note
 
 CAP_MARGIN_S = 2 * 3600  # the seed's 2 h poll cap, counted past the expected end
 DEFAULT_EXPECTED_S = 2 * 3600  # until a step is seen, assume this long a run
 EXIT_GRACE_S = 120.0  # after the final eval, wait this long for the engine to exit
-LOG_TAIL_LINES = 20
 
 JobState = Literal["none", "running", "finished", "crashed"]
 
@@ -53,123 +52,15 @@ JobState = Literal["none", "running", "finished", "crashed"]
 _WRAPPER = 'rc_file=$1; shift; "$@"; rc=$?; echo "$rc" > "$rc_file.tmp" && mv -f "$rc_file.tmp" "$rc_file"; exit "$rc"'
 
 
-class JobExpectation(BaseModel):
-    """What a finished job leaves behind, and how long it may take."""
-
-    model_config = ConfigDict(extra="forbid")
-    max_steps: int  # absolute final step
-    start_step: int = 0  # the step a resumed arm starts from (its progress starts there, not at 0)
-    num_examples: int  # final eval rows that mark the job done (eval rollouts_per_example = 1)
-    cap_hours: float | None = None  # None = expected duration + 2 h
-    expected_seconds: float | None = None  # None = projected from the observed step rate
-    eval_file: str | None = None  # None = arm.eval_file(max_steps): one line per rollout in both dialects
-
-    def for_arm(self, arm: ArmDir) -> "JobExpectation":
-        """A copy with `eval_file` resolved for `arm` (what job.json stores)."""
-        if self.eval_file:
-            return self
-        return self.model_copy(update={"eval_file": str(arm.eval_file(self.max_steps))})
-
-
-class JobRecord(FileModel):
-    """<arm>/job.json: the detached job, enough to attach to it from another process."""
-
-    pid: int  # the wrapper shell; also the process-group and session leader
-    pgid: int
-    proc_start: int | None  # /proc/<pid>/stat starttime: tells our pid from a recycled one
-    cmd: list[str]  # the engine command (without the wrapper)
-    cwd: str
-    host: str
-    start_ts: float
-    launch: int = 1  # how many launches this arm has had (restarts and resumes count)
-    resume_step: int | None = None
-    log: str
-    expect: JobExpectation
-
-
-class JobResult(FileModel):
-    """<arm>/job_result.json: how the job ended."""
-
-    status: Literal["succeeded", "failed", "timed_out"]
-    rc: int | None = None  # engine exit code when known
-    timed_out: bool = False
-    still_running: bool = False  # eval complete but the engine had not exited after the grace
-    log: str
-    seconds: float  # from launch to detection
-    pid: int
-    eval_rows: int
-    error: str | None = None
-    finished_ts: float
-
-
-def result_path(arm: ArmDir) -> Path:
-    return arm.dir / "job_result.json"
-
-
-def _rc_path(arm: ArmDir) -> Path:
-    return arm.dir / "job.rc"
-
-
-def _arm_paths(arm: ArmDir, rec: JobRecord, convert) -> JobRecord:
-    """rec with its log and eval file paths passed through `convert` (to or from arm-relative)."""
-    expect = rec.expect.model_copy(update={"eval_file": convert(rec.expect.eval_file) if rec.expect.eval_file else None})
-    return rec.model_copy(update={"log": convert(rec.log), "expect": expect})
-
-
-def _relative_to_arm(arm: ArmDir):
-    def convert(path: str) -> str:
-        try:
-            return str(Path(path).relative_to(arm.dir))
-        except ValueError:
-            return path
-    return convert
-
-
-def read_job(arm: ArmDir) -> JobRecord | None:
-    """job.json with its paths made absolute (they are stored relative to the arm dir, so a
-    copied run dir reads its own files, not the original's)."""
-    if not arm.job_file.is_file():
-        return None
-    return _arm_paths(arm, read_model(arm.job_file, JobRecord), lambda p: str(arm.dir / p))
-
-
-def write_job(arm: ArmDir, rec: JobRecord) -> None:
-    write_model(arm.job_file, _arm_paths(arm, rec, _relative_to_arm(arm)))
-
-
-def read_result(arm: ArmDir) -> JobResult | None:
-    p = result_path(arm)
-    return read_model(p, JobResult) if p.is_file() else None
-
-
-TAIL_BYTES = 64_000  # the end of a log is all a message quotes: never read a large log whole
-
-
-def last_lines(path: Path, n: int, max_chars: int | None = None) -> list[str]:
-    """The last `n` lines of a log from its last TAIL_BYTES, each cut at `max_chars` (with a note of how
-    much the log holds beyond); raises OSError like open()."""
-    with open(path, "rb") as f:
-        f.seek(max(0, os.path.getsize(path) - TAIL_BYTES))
-        lines = deque(f.read().decode("utf-8", "replace").splitlines(), maxlen=n)
-    if max_chars is None:
-        return list(lines)
-    return [ln if len(ln) <= max_chars else f"{ln[:max_chars]} ... [{len(ln) - max_chars} more characters in the log]"
-            for ln in lines]
-
-
-def tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
-    try:
-        lines = last_lines(path, n)
-    except FileNotFoundError:
-        return "(no train.log)"
-    return "\n".join("  | " + ln for ln in lines) or "  | (train.log is empty)"
-
-
 # ---------------------------------------------------------------- launch
 
 
-def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: int | None = None) -> JobRecord:
-    """Start `cmd` detached (own session, stdin closed, output appended to train.log); write job.json."""
+def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: int | None = None,
+           job_name: str | None = None) -> JobRecord:
+    """Start `cmd` detached (own session, stdin closed, output appended to train.log); write job.json.
+
+    With `job_name` the command submits a SLURM job of that name: job.json then gets its id once
+    the launcher has exited (engines/slurm_jobs.py)."""
     if not cmd:
         raise JobFailed(f"{arm.name}: empty engine command; nothing to launch")
     expect = expect.for_arm(arm)
@@ -189,29 +80,25 @@ def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: 
             start_new_session=True, close_fds=True, env=env,
         )
     procs.register_child(proc)
+    if job_name:
+        fault_point(f"submit:{arm.name}")  # launcher started, job.json not written: found by its argv, then by name
     rec = JobRecord(
         pid=proc.pid, pgid=proc.pid, proc_start=procs.start_time(proc.pid), cmd=list(cmd), cwd=os.getcwd(),
         host=socket.gethostname(), start_ts=time.time(), launch=n, resume_step=resume_step,
-        log=str(arm.train_log), expect=expect,
+        log=str(arm.train_log), expect=expect, scheduler="slurm" if job_name else None, job_name=job_name,
     )
     write_job(arm, rec)
+    if job_name:
+        rec = slurm_jobs.record_submission(arm, rec)
     return rec
 
 
 def _job_alive(rec: JobRecord) -> bool:
+    if rec.scheduler == "slurm":  # any host may ask the scheduler
+        return slurm_jobs.alive(rec)
     if rec.host != socket.gethostname():
         raise RunDirError(f"job.json: the job was launched on host {rec.host}; re-run this command there")
     return procs.alive(rec.pid, rec.pgid, rec.proc_start)
-
-
-def _exit_code(arm: ArmDir, rec: JobRecord) -> int | None:
-    rc = procs.reap(rec.pid)
-    if rc is not None:
-        return rc
-    try:
-        return int(_rc_path(arm).read_text().strip())
-    except (FileNotFoundError, ValueError):
-        return None
 
 
 # ---------------------------------------------------------------- state
@@ -226,22 +113,6 @@ def job_state(arm: ArmDir, expect: JobExpectation | None = None) -> JobState:
     if exp is not None and LineCounter(Path(exp.eval_file)).count() >= exp.num_examples:
         return "finished"
     return "none" if rec is None else "crashed"
-
-
-def on_disk(arm: ArmDir) -> tuple[int | None, int | None]:
-    """(highest checkpoint step, highest rollouts step) in the arm's prime_out."""
-    ck = sorted_steps(arm.prime_out / "checkpoints")
-    ro = arm.rollout_steps()
-    return (ck[-1] if ck else None), (ro[-1] if ro else None)
-
-
-def resumable_step(arm: ArmDir, max_steps: int) -> int | None:
-    """Highest step < max_steps holding the three trees prime-rl needs to resume from it."""
-    for s in reversed(sorted_steps(arm.prime_out / "checkpoints")):
-        if s < max_steps and (arm.trainer_ckpt(s) / "trainer").is_dir() \
-                and arm.orchestrator_ckpt(s).is_dir() and (arm.broadcast(s) / "STABLE").exists():
-            return s
-    return None
 
 
 def _options(arm: ArmDir, max_steps: int) -> str:
@@ -262,6 +133,9 @@ def launched_output_dir(arm: ArmDir, rec: JobRecord) -> Path | None:
 
 
 def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
+    if rec.scheduler == "slurm" and rec.job_id:
+        rows = LineCounter(Path(rec.expect.eval_file)).count()
+        return slurm_jobs.describe_end(arm, rec, slurm.query(rec.job_id), rows, _options(arm, rec.expect.max_steps))
     old = launched_output_dir(arm, rec)
     if old is not None:
         there = "it holds" if old.is_dir() else "it no longer exists, so it cannot hold"
@@ -395,6 +269,8 @@ def watch(
     rec = read_job(arm)
     if rec is None:
         raise RunDirError(f"{arm.job_file}: not found; nothing to watch (launch the job first)")
+    if rec.scheduler == "slurm" and rec.job_id:
+        return _watch_slurm(arm, rec, progress=progress, poll_s=poll_s, cap_s=cap_s, exit_grace_s=exit_grace_s)
     counter = LineCounter(Path(rec.expect.eval_file))
     rewards = TrainRewardTracker(arm)
     pace = _Pace()
@@ -430,6 +306,50 @@ def watch(
             time.sleep(poll_s)
 
 
+def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, cap_s: float | None,
+                 exit_grace_s: float) -> JobResult:
+    """`watch` for a SLURM job: the scheduler's state with the output files (engines/slurm_jobs.py).
+    Done = the final eval complete AND the scheduler says the job ended; one line per state change."""
+    counter = LineCounter(Path(rec.expect.eval_file))
+    rewards = TrainRewardTracker(arm)
+    poll_s = max(poll_s, slurm_jobs.POLL_S)
+    seen: tuple[str, str | None] | None = None
+    running_since: float | None = None  # the cap counts from the start of RUNNING, never the time queued
+    fault_point(f"train:{arm.name}")  # the job is the scheduler's: a kill here leaves it queued or training
+    with _progress_bar(progress, arm, rec) as (bar, task):
+        while True:
+            if _GROUP is not None and _GROUP.stopped:
+                raise KeyboardInterrupt
+            info = slurm.query(rec.job_id)  # the scheduler BEFORE the rows: an ending job is then seen as done
+            rows = counter.count()
+            if info is not None and info.stdout and not rec.job_log:
+                rec = rec.model_copy(update={"job_log": slurm_jobs.job_log(arm, rec.job_id, info)})
+                write_job(arm, rec)
+            key = (info.state, info.reason) if info else ("GONE", None)
+            if key != seen:
+                seen = key
+                console.print(slurm_jobs.state_line(arm, rec, info), highlight=False)
+            live = info is not None and info.live
+            if rows >= rec.expect.num_examples:
+                still = slurm_jobs.wait_end(rec, exit_grace_s, poll_s) if live else False
+                return _finish(arm, rec, "succeeded", rows, still_running=still, rc=slurm_jobs.exit_rc(info))
+            if not live:
+                error = slurm_jobs.describe_end(arm, rec, info, rows, _options(arm, rec.expect.max_steps))
+                return _finish(arm, rec, "failed", rows, error=error, rc=slurm_jobs.exit_rc(info))
+            if info.state == "RUNNING":
+                running_since = running_since or time.time()
+            cap = cap_s if cap_s is not None else (rec.expect.cap_hours * 3600 if rec.expect.cap_hours else None)
+            if cap is not None and running_since is not None and time.time() > running_since + cap:
+                slurm.cancel(rec.job_id)
+                msg = (f"{arm.name}: SLURM job {rec.job_id} passed its time cap ({cap / 3600:.2f} h of RUNNING) and "
+                       f"was cancelled; {_options(arm, rec.expect.max_steps)}, or raise --cap-hours")
+                return _finish(arm, rec, "timed_out", counter.count(), error=msg)
+            if bar is not None:
+                steps = arm.rollout_steps()
+                bar.update(task, completed=steps[-1] if steps else 0, reward=_fmt(rewards.update()))
+            time.sleep(poll_s)
+
+
 def _fmt(mean: float | None) -> str:
     return "-" if mean is None else f"{mean:.3f}"
 
@@ -445,9 +365,9 @@ def _wait_exit(rec: JobRecord, grace_s: float, poll_s: float) -> bool:
 
 
 def _finish(arm: ArmDir, rec: JobRecord, status: str, rows: int, *, error: str | None = None,
-            still_running: bool = False) -> JobResult:
+            still_running: bool = False, rc: int | None = None) -> JobResult:
     res = JobResult(
-        status=status, rc=_exit_code(arm, rec), timed_out=status == "timed_out", still_running=still_running,
+        status=status, rc=rc if rec.scheduler == "slurm" else _exit_code(arm, rec), timed_out=status == "timed_out", still_running=still_running,
         log=rec.log, seconds=round(time.time() - rec.start_ts, 3), pid=rec.pid, eval_rows=rows, error=error,
         finished_ts=time.time(),
     )
@@ -473,7 +393,7 @@ def archive_output(arm: ArmDir) -> Path | None:
 
 def run_training(
     arm: ArmDir, cmd: list[str], expect: JobExpectation, *, restart: bool, resume: bool, quiet: bool,
-    before_launch: Callable[[], None] | None = None, poll_s: float = 0.5,
+    before_launch: Callable[[], None] | None = None, poll_s: float = 0.5, job_name: str | None = None,
 ) -> JobResult:
     """Attach to, launch, or relaunch the arm's training job and wait for it; raise JobFailed on failure.
 
@@ -483,6 +403,9 @@ def run_training(
     before every fresh launch (e.g. to pre-stage checkpoints into the new prime_out: --restart
     moves the whole prime_out aside, staged trees included). `expect.cap_hours` applies to an
     attached job too (it overrides the cap in job.json).
+
+    `job_name`: the engine submits a SLURM job of that name (phases/slurm_launch.py). The job runner
+    then tracks the scheduler's job; a live one refuses --restart/--resume (JobLive, naming scancel).
     """
     expect = expect.for_arm(arm)
     if restart and resume:
@@ -492,14 +415,19 @@ def run_training(
         if not quiet:
             console.print(msg, highlight=False)
 
+    if job_name:  # job.json completed from the scheduler first: a kill -9 at any point leaves one job
+        slurm_jobs.settle(arm, job_name, expect)
     state = job_state(arm, expect)
     rec = read_job(arm)
+    if state == "running" and rec is not None and rec.scheduler == "slurm" and (restart or resume):
+        slurm_jobs.refuse_relaunch(arm, rec)
     if state == "running":
         assert rec is not None
         # Re-invoking the same command (flags included) after a shell timeout must attach,
         # never start a second copy: the flags only act on a job that is gone.
         ignored = " (--restart/--resume ignored: the job is alive)" if (restart or resume) else ""
-        note(f"{arm.name}: attaching to the running job (pid {rec.pid}, log {rec.log}){ignored}")
+        what = f"SLURM job {rec.job_id}, log {rec.job_log}" if rec.scheduler == "slurm" else f"pid {rec.pid}, log {rec.log}"
+        note(f"{arm.name}: attaching to the running job ({what}){ignored}")
     elif state == "finished":
         if restart or resume:
             note(f"{arm.name}: the job already finished; --restart/--resume ignored (move {arm.prime_out} aside to retrain)")
@@ -515,7 +443,7 @@ def run_training(
             raise JobFailed(f"{arm.name}: cannot --resume: no complete checkpoint below step {expect.max_steps} in "
                             f"{arm.prime_out}; re-run with --restart")
         note(f"{arm.name}: resuming the crashed job from checkpoint step {step}")
-        launch(arm, [*cmd, "--ckpt.resume-step", str(step)], expect, resume_step=step)
+        launch(arm, [*cmd, "--ckpt.resume-step", str(step)], expect, resume_step=step, job_name=job_name)
     else:  # none, or crashed + restart
         if state == "crashed":
             moved = archive_output(arm)
@@ -525,14 +453,16 @@ def run_training(
             note(f"{arm.name}: nothing to resume (never launched); launching")
         if before_launch is not None:
             before_launch()
-        rec = launch(arm, cmd, expect)
-        note(f"{arm.name}: launched pid {rec.pid}; log {rec.log}")
+        rec = launch(arm, cmd, expect, job_name=job_name)
+        note(f"{arm.name}: submitted SLURM job {rec.job_id} ({rec.job_name}); log {rec.job_log}" if job_name
+             else f"{arm.name}: launched pid {rec.pid}; log {rec.log}")
     try:
         cap_s = expect.cap_hours * 3600 if expect.cap_hours else None
         res = watch(arm, progress=not quiet, cap_s=cap_s, poll_s=poll_s)
     except KeyboardInterrupt:
         rec = read_job(arm)
-        console.print(f"{arm.name}: stopped watching; the job (pid {rec.pid if rec else '?'}) keeps running. "
+        which = f"SLURM job {rec.job_id}" if rec and rec.scheduler == "slurm" else f"pid {rec.pid if rec else '?'}"
+        console.print(f"{arm.name}: stopped watching; the job ({which}) keeps running. "
                       "Re-run the same command to attach.")
         raise
     if res.status != "succeeded":

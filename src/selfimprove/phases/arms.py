@@ -26,6 +26,7 @@ from ..stack.toml_paths import get_path, set_path
 from .context import RunContext
 from .evals import aggregate_eval, expected_eval_examples
 from .overrides import TEACHER_KEYS, read_overrides  # noqa: F401  (TEACHER_KEYS: re-exported)
+from .slurm_launch import launch_extras
 from .staging import is_staged, stage_checkpoints
 
 
@@ -165,10 +166,12 @@ def train_arm(
     """
     max_steps = int(config["max_steps"])
     ctx.dialect.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
-    cmd = engine_command(ctx.cfg) + ctx.dialect.rl_command_args([arm.rl_toml], {}, arm.prime_out)
+    slurm_files, slurm_overrides, job_name = launch_extras(ctx.rd, ctx.cfg, arm.name)  # empty off SLURM
+    cmd = engine_command(ctx.cfg) + ctx.dialect.rl_command_args([arm.rl_toml, *slurm_files], slurm_overrides, arm.prime_out)
     start_step = get_path(config, ctx.dialect.key("ckpt.resume_step")) or 0  # a resumed arm's progress starts there
     expect = JobExpectation(max_steps=max_steps, start_step=int(start_step), num_examples=num_examples, cap_hours=cap_hours)
-    run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch)
+    run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch,
+                 job_name=job_name)
     return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=ctx.rd, key=record_name, rows=rows)
 
 

@@ -44,6 +44,7 @@ from .evals import EVAL_FILE, abort_run_on_unparseable_eval, evaluated_split, ag
 from .order import require_phase_order
 from .overrides import check_canonical_knobs
 from .signal import NEAR_ZERO_GROUP_SD, NO_SIGNAL_VERDICT, learning_signal, not_a_result
+from .slurm_launch import keep_canonical_overlay, launch_extras
 
 CANONICAL_COPY = "canonical_rl.toml"  # iter_0/: the config iter_0 trained with
 
@@ -253,8 +254,11 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
     if hub is not None:
         check_env_text(hub, cfg.model, get_path(merged, "seq_len"), f"{rd.hub_env_json}")
     dialect.write_toml(arm.eval_overlay, overlay, partial=True)
-    cmd = engine_command(cfg) + dialect.rl_command_args([canonical_path, arm.eval_overlay], overrides, arm.prime_out)
-    job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet)
+    keep_canonical_overlay(rd, cfg, canonical, dialect)
+    slurm_files, slurm_overrides, job_name = launch_extras(rd, cfg, arm.name)  # empty off SLURM
+    cmd = engine_command(cfg) + dialect.rl_command_args([canonical_path, arm.eval_overlay, *slurm_files],
+                                                        {**overrides, **slurm_overrides}, arm.prime_out)
+    job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, job_name=job_name)
     note_budget_cuts(arm, quiet)
     if not arm.trainer_ckpt(steps).exists():
         raise JobFailed(

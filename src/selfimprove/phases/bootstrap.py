@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..errors import SelfImproveError, UsageError
+from ..errors import ConfigError, SelfImproveError, UsageError
 from ..models import (
     MIN_UNIQUE_PROMPTS_PER_STEP,
     SEED_EVAL_EXAMPLES,
@@ -43,6 +43,7 @@ from ..scratchpad import real_env_line
 from ..stack import verifiers_classic as vc
 from ..stack.detect import choose_stack
 from ..stack.dialects import dialect_named
+from ..stack.slurm_overlay import read_overlay
 from ..stack.env_python import choose_env_python, installed_modules
 from ..stack.verifiers_classic import env_module_name
 from .overrides import range_error
@@ -68,6 +69,7 @@ class BootstrapOptions:
     engine: str = "auto"  # prime-rl | local | auto (local for built-in CPU students)
     engine_command: list[str] | None = None
     config: str | None = None  # canonical rl.toml (Phase 2B / Run B)
+    slurm: str | None = None  # --slurm: a prime-rl overlay with [slurm] (+ [deployment]); every launch is a SLURM job
     wandb_project: str | None = None
     steps_per_run: int = SEED_STEPS_PER_RUN
     rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE
@@ -377,6 +379,16 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     # Before anything is written: a prime-rl checkout that can't run this env fails here, with the fix.
     stack = choose_stack(opts.stack, os.environ.get("PRIME_RL_DIR"), env_module_name(hub_id), env_python.path, engine)
     dialect = dialect_named(stack.stack)
+    slurm = None
+    if opts.slurm:
+        p = Path(opts.slurm).expanduser().resolve()
+        if not p.is_file():
+            raise UsageError(f"--slurm {opts.slurm}: file not found; pass a TOML file holding a [slurm] table")
+        try:
+            read_overlay(p, dialect.keys_file)
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
+        slurm = str(p)
 
     runs_dir = Path(opts.runs_dir).expanduser().resolve()
     try:
@@ -407,6 +419,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         env_args=env_args,
         env_path=env_path,
         canonical_config=config,
+        slurm=slurm,
         wandb_project=opts.wandb_project,
         steps_per_run=opts.steps_per_run,
         rollouts_per_example=opts.rollouts_per_example,

@@ -66,6 +66,7 @@ from .context import RunContext
 from .holdout import held_out_train_envs
 from .order import require_phase_order
 from .phase4_state import pick_best
+from .slurm_launch import on_slurm
 
 # pip installs of the arms' packages into one env Python, one at a time (pip has no lock of its own);
 # also orders Run A's seed members after member 0, which makes the package they share.
@@ -273,9 +274,12 @@ def record_seeds(rd: RunDir, seeds: int | None) -> None:
             _record_seeds(RunContext.load(rd), seeds)
 
 
-def default_parallel(cfg: RunConfig) -> int:
+def default_parallel(cfg: RunConfig, rd: RunDir | None = None, pending: int = 1) -> int:
     """Arms trained at once when --parallel is not given: 2 on the CPU engine (2 cores; measured in
-    bench/parallel_arms.py), 1 on prime-rl, whose run takes every GPU of the machine."""
+    bench/parallel_arms.py), 1 on prime-rl, whose run takes every GPU of the machine. On SLURM every
+    pending arm at once: each is its own job, and the scheduler queues what does not fit."""
+    if rd is not None and on_slurm(rd, cfg):
+        return max(1, pending)
     return 2 if cfg.engine == "local" else 1
 
 
@@ -360,8 +364,9 @@ def compare(
         best_rec = write_best_iter(ctx, best)
         n_eval = ctx.required_hub().eval_size or ctx.cfg.eval_examples  # Phase 4 evaluates on the full eval split
         _stamp_seed(ctx, f"iter_{best.iter}")  # seed member 0 of the best iteration
-        n_parallel = parallel or default_parallel(ctx.cfg)
         units = compare_units(best.iter, control=control, seeds=n_seeds)
+        pending = sum(rd.read_metrics().get(key) is None for _a, _k, key in units)
+        n_parallel = parallel or default_parallel(ctx.cfg, rd, pending)
         ctx = _reopen_for(ctx, units)
         job = {"restart": restart, "resume": resume, "quiet": quiet, "cap_hours": cap_hours}
         failures = _train_units(units, lambda u: _train_unit(ctx, u, best.iter, n_eval, note, job), n_parallel,

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..models import RunConfig
 from ..rundir import RunDir
+from .cancel import slurm_jobs
 from .context import RunContext
 from .phase4_state import missing_phase4_arms, phase4_arms
 from .signal import not_a_result, signal_state
@@ -107,4 +108,5 @@ def run_status(rd: RunDir) -> dict[str, Any]:
         "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors],
         "phase4_missing": missing_phase4_arms(rd, cfg),
         "plot": str(rd.plot_png) if rd.plot_png.exists() else None,
+        "slurm_jobs": slurm_jobs(rd),  # each arm's SLURM job (id, state, reason, log); [] off SLURM
     }

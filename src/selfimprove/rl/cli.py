@@ -3,6 +3,7 @@
     selfimprove-rl @ configs/selfimprove-arith/rl.toml --output-dir out
     selfimprove-rl @ rl.toml @ overlay.toml --max-steps 20 --orchestrator.batch-size 64 --output-dir out
     selfimprove-rl @ rl.toml --ckpt.resume-step -1 --max-steps 200 --output-dir out
+    selfimprove-rl @ rl.toml @ slurm.toml --output-dir out     # [slurm]: sbatch it, print the job id, exit 0
 
 Files deep-merge left to right, CLI flags win, lists are replaced whole (the
 prime-rl rules, implemented in selfimprove.stack). Prints "RL training
@@ -38,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         from .train import run
 
         dialect = dialect_of_argv(argv)  # prime-rl seed-era or >= 0.8 keys: both are read
+        from .slurm_submit import submit, wants_slurm
+
+        if (slurm := wants_slurm(argv, dialect)) is not None:  # as prime-rl's rl: write an sbatch script, submit it
+            return submit(argv, dialect, *slurm)
         raw, _files = dialect.parse_rl_argv(argv)
         raw = engine_view(raw, dialect)
         cfg = resolve(raw).model_copy(update={"layout": dialect.layout, "tasksets": dialect.trains_tasksets})

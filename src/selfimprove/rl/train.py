@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import random
 import time
 
@@ -140,9 +141,19 @@ def write_budget(lay: Layout, cfg: EngineConfig, *, context: int | None, train: 
     return record
 
 
+def requeued_resume_step(lay: Layout, resume_step: int | None) -> int | None:
+    """SLURM requeued this job (its node failed or it was preempted) and runs the same script again: continue
+    from the last complete checkpoint the first run left (-1), instead of refusing the output dir it filled."""
+    if resume_step is None and int(os.environ.get("SLURM_RESTART_COUNT") or 0) > 0 and lay.complete_steps():
+        print(f"selfimprove-rl: SLURM requeued this job (restart {os.environ['SLURM_RESTART_COUNT']}); resuming "
+              f"from checkpoint step {lay.complete_steps()[-1]}", flush=True)
+        return -1
+    return resume_step
+
+
 def run(cfg: EngineConfig, raw: dict) -> None:
     lay = Layout(cfg.output_dir, cfg.layout)
-    start = check_output_dir(lay, cfg.resume_step, cfg.max_steps, cfg.clean_output_dir)
+    start = check_output_dir(lay, requeued_resume_step(lay, cfg.resume_step), cfg.max_steps, cfg.clean_output_dir)
     lay.out.mkdir(parents=True, exist_ok=True)
     for name, table in resolved_tomls(raw).items():
         atomic_write_text(lay.configs / f"{name}.toml", tomli_w.dumps(table))

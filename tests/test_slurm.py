@@ -1,0 +1,287 @@
+"""The loop through a real SLURM scheduler: the one-node cluster of tests/slurm_cluster.py.
+
+- the whole loop (`selfimprove run --slurm`) from the dataset to finalize: one job per arm, all COMPLETED;
+- kill -9 of the CLI at each point of a submission leaves exactly one job per arm (counted in squeue by
+  the arm's unique name), and the next invocation attaches to it by id;
+- --restart refuses while the scheduler holds the job, naming `scancel <id>`;
+- a held job is shown PENDING with the scheduler's reason (in the watch and in `selfimprove status`), then
+  released; a job scancel'ed from outside ends the watch with its CANCELLED line;
+- `selfimprove cancel` cancels only this run's recorded job (not another job on the cluster) and notes why.
+
+The kill-point and state tests drive `engines.jobs.run_training` (what every phase calls) with the real
+CPU engine as launcher, on the cluster's DOWN partition `parked`: the jobs wait there at no CPU cost.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from selfimprove.engines import slurm
+
+REPO = Path(__file__).resolve().parents[1]
+ENGINE = str(Path(sys.executable).parent / "selfimprove-rl")
+SELFIMPROVE = str(Path(sys.executable).parent / "selfimprove")
+CANONICAL = REPO / "configs" / "selfimprove-arith" / "rl.toml"
+TEACHER = f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher"
+SMALL = ["--model", "selfimprove/tiny-arith", "--max-iters", "2", "--steps-per-run", "6", "--batch-size", "64",
+         "--rollouts-per-example", "4", "--allow-small-batch", "--eval-examples", "100", "--budget", "30m"]
+
+# What a phase does for one arm: run_training with the engine's command and the arm's job name.
+DRIVER = """
+import sys
+from pathlib import Path
+from selfimprove.engines.jobs import JobExpectation, run_training
+from selfimprove.errors import SelfImproveError
+from selfimprove.rundir import ArmDir
+
+root, name, overlay, flag, max_steps, *extra = sys.argv[1:]
+arm = ArmDir(Path(root), "iter_0")
+cmd = [{engine!r}, "@", {canonical!r}, "@", overlay, "--max-steps", max_steps, *extra, "--slurm.job-name", name,
+       "--output-dir", str(arm.prime_out)]
+try:
+    run_training(arm, cmd, JobExpectation(max_steps=int(max_steps), num_examples=10), restart=flag == "restart",
+                 resume=flag == "resume", quiet=False, job_name=name)
+except SelfImproveError as e:
+    print(f"error: {{e}}", file=sys.stderr)
+    sys.exit(e.exit_code)
+""".format(engine=ENGINE, canonical=str(CANONICAL))
+
+
+def _env(**extra: str) -> dict:
+    return {**os.environ, "PYTHONUNBUFFERED": "1", **extra}
+
+
+class Driver:
+    """The driver in the background, its output collected as it comes."""
+
+    def __init__(self, root: Path, name: str, overlay: Path, *, fault: str | None = None, flag: str = "",
+                 max_steps: int = 2, extra: tuple[str, ...] = ()):
+        env = _env(**({"SELFIMPROVE_FAULT_AT": fault} if fault else {}))
+        argv = [sys.executable, "-c", DRIVER, str(root), name, str(overlay), flag or "-", str(max_steps), *extra]
+        self.proc = subprocess.Popen(argv,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=lambda: self.lines.extend(iter(self.proc.stdout.readline, "")), daemon=True)
+        self.reader.start()
+
+    @property
+    def out(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, text: str, timeout: float = 90.0, count: int = 1) -> None:
+        deadline = time.monotonic() + timeout
+        while self.out.count(text) < count:
+            if time.monotonic() > deadline or self.proc.poll() is not None:
+                self.proc.kill()
+                raise AssertionError(f"no {text!r} in the driver's output:\n{self.out}")
+            time.sleep(0.2)
+
+    def interrupt(self) -> str:
+        self.proc.send_signal(signal.SIGINT)  # Ctrl-C: stops watching, the job stays
+        return self.finish()
+
+    def finish(self, timeout: float = 90.0) -> str:
+        try:
+            self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"driver still running after {timeout} s:\n{self.out}") from None
+        self.reader.join(timeout=10)
+        return self.out
+
+
+def drive(root: Path, name: str, overlay: Path, *, fault: str | None = None, restart: bool = False,
+          until: str | None = None) -> tuple[int | None, str]:
+    """Run the driver to its end; with `until`, stop it (it only watches) once its output shows that text."""
+    d = Driver(root, name, overlay, fault=fault, flag="restart" if restart else "")
+    if until is None:
+        return d.proc.returncode if d.finish() is not None else None, d.out
+    d.wait_for(until)
+    return None, d.interrupt()
+
+
+def overlay_file(tmp_path: Path, partition: str, **more: str) -> Path:
+    path = tmp_path / "slurm.toml"
+    extra = "".join(f'{k} = "{v}"\n' for k, v in more.items())
+    path.write_text(f'[slurm]\npartition = "{partition}"\n{extra}')
+    return path
+
+
+def live_ids(cluster, name: str) -> list[str]:
+    return [i for i, _n, state in cluster.jobs(name) if state in slurm.LIVE_STATES]
+
+
+def wait_for_job(cluster, name: str, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ids = live_ids(cluster, name)
+        if ids:
+            return ids[0]
+        time.sleep(0.3)
+    raise AssertionError(f"no job named {name} appeared in {timeout} s")
+
+
+# ---------------------------------------------------------------- never twice
+
+
+@pytest.mark.parametrize("fault", ["submit:iter_0", "submitted:iter_0", "train:iter_0"])
+def test_kill_of_the_cli_during_submission_leaves_one_job_and_the_next_call_attaches(slurm_cluster, tmp_path, fault):
+    """kill -9 right after the launcher started (before job.json), after sbatch but before job.json has the id,
+    and while the job is pending: one job in squeue, and re-invoking attaches to it by id."""
+    name = f"si-test-{fault.split(':')[0]}"
+    overlay = overlay_file(tmp_path, slurm_cluster.parked)
+    rc, out = drive(tmp_path, name, overlay, fault=fault)
+    assert rc == -signal.SIGKILL, out
+    # the second call finds the job (by the launcher's argv, then by name) and watches it
+    rc, out = drive(tmp_path, name, overlay, until="PENDING (PartitionDown)")
+    ids = live_ids(slurm_cluster, name)
+    assert len(ids) == 1, (ids, out)
+    assert json.loads((tmp_path / "iter_0" / "job.json").read_text())["job_id"] == ids[0]
+    assert f"SLURM job {ids[0]} PENDING (PartitionDown)" in out and "never resubmit" in out
+    if fault == "train:iter_0":  # a third call while pending, and --restart: still one job
+        rc, out = drive(tmp_path, name, overlay, restart=True)
+        assert rc == 75 and f"scancel {ids[0]}" in out, out
+        assert live_ids(slurm_cluster, name) == ids
+    slurm_cluster.run("scancel", ids[0])
+
+
+def test_kill_while_running_attaches_to_the_running_job(slurm_cluster, tmp_path):
+    name = "si-test-running"
+    overlay = overlay_file(tmp_path, slurm_cluster.partition)
+    rc, _out = drive(tmp_path, name, overlay, fault="train:iter_0")
+    assert rc == -signal.SIGKILL
+    rc, out = drive(tmp_path, name, overlay, until=" RUNNING; log ")
+    ids = live_ids(slurm_cluster, name)
+    assert len(ids) == 1 and f"attaching to the running job (SLURM job {ids[0]}" in out, out
+    slurm_cluster.run("scancel", ids[0])
+
+
+# ---------------------------------------------------------------- states
+
+
+def status_lines(run_dir: Path) -> list[str]:
+    res = subprocess.run([SELFIMPROVE, "status", "--run-dir", str(run_dir)], capture_output=True, text=True, env=_env())
+    assert res.returncode == 0, res.stderr
+    return [ln for ln in res.stdout.splitlines() if ln.startswith("SLURM job ")]
+
+
+def test_held_job_shows_its_reason_then_a_scancel_from_outside_ends_the_watch(slurm_cluster, new_run, tmp_path):
+    """PENDING with the scheduler's reason (held, released) in the watch and in `selfimprove status`, then
+    CANCELLED from outside: the watch ends with the state, the job id, the log and the next step, exit 1."""
+    run_dir = new_run()
+    name = "si-test-held"
+    overlay = overlay_file(tmp_path, slurm_cluster.parked)
+    driver = Driver(run_dir, name, overlay)
+    job_id = wait_for_job(slurm_cluster, name)
+    driver.wait_for(f"SLURM job {job_id} PENDING (PartitionDown)")
+    slurm_cluster.run("scontrol", "hold", job_id)
+    driver.wait_for(f"SLURM job {job_id} PENDING (JobHeld")
+    held = status_lines(run_dir)
+    slurm_cluster.run("scontrol", "release", job_id)
+    driver.wait_for(f"SLURM job {job_id} PENDING (PartitionDown)", count=2)
+    released = status_lines(run_dir)
+    slurm_cluster.run("scancel", job_id)
+    out = driver.finish()
+    assert driver.proc.returncode == 1, out
+    log = run_dir / "iter_0" / "prime_out" / f"job_{job_id}.log"
+    assert held == [f"SLURM job {job_id} iter_0: PENDING (JobHeldAdmin); log {log}"], held
+    assert released == [f"SLURM job {job_id} iter_0: PENDING (PartitionDown); log {log}"], released
+    lines = [ln for ln in out.splitlines() if f": SLURM job {job_id} " in ln]
+    states = [ln.split(f"SLURM job {job_id} ", 1)[1].split(";")[0] for ln in lines]
+    states = [st for st in states if st != "PENDING (no reason given)"]  # the instant after release, if seen
+    assert states[:3] == ["PENDING (PartitionDown)", "PENDING (JobHeldAdmin)", "PENDING (PartitionDown)"], out
+    assert "CANCELLED" in states[-1] and "re-run with --resume" in out and str(log) in out
+    assert live_ids(slurm_cluster, name) == [] and status_lines(run_dir) == []
+
+
+def test_cancel_scancels_only_this_runs_job_and_notes_why(slurm_cluster, new_run, tmp_path):
+    run_dir = new_run()
+    name = "si-test-cancel"
+    other = slurm.submitted_id(slurm_cluster.run("sbatch", "-p", slurm_cluster.parked, "-J", "someone-else",
+                                                 "-o", "/dev/null", "--wrap", "sleep 1"))  # not this run's
+    driver = Driver(run_dir, name, overlay_file(tmp_path, slurm_cluster.parked))
+    driver.wait_for("PENDING (PartitionDown)")
+    ours = json.loads((run_dir / "iter_0" / "job.json").read_text())["job_id"]
+    res = subprocess.run([SELFIMPROVE, "cancel", "--run-dir", str(run_dir), "--why", "wrong partition"],
+                         capture_output=True, text=True, env=_env())
+    assert res.returncode == 0 and res.stdout.strip() == f"iter_0: scancel {ours} (was PENDING)", res
+    out = driver.finish()
+    assert driver.proc.returncode == 1 and f"SLURM job {ours} CANCELLED" in out, out
+    assert live_ids(slurm_cluster, name) == [] and live_ids(slurm_cluster, "someone-else") == [other]
+    assert f"cancelled SLURM job(s) iter_0 (job {ours}, was PENDING): wrong partition" in (run_dir / "scratchpad.md").read_text()
+    slurm_cluster.run("scancel", other)
+
+
+# ---------------------------------------------------------------- the whole loop
+
+
+@pytest.fixture(scope="module")
+def slurm_run(slurm_cluster, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("slurm_run")
+    overlay = overlay_file(root, slurm_cluster.partition, time="00:30:00")
+    proc = subprocess.run([SELFIMPROVE, "run", "selfimprove-arith", *SMALL,
+                           "--runs-dir", str(root / "runs"), "--teacher", TEACHER, "--slurm", str(overlay), "--json"],
+                          capture_output=True, text=True, env=_env(OMP_WAIT_POLICY="PASSIVE"), timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return Path(json.loads(proc.stdout)["run_dir"])
+
+
+@pytest.mark.slow
+def test_run_through_slurm_to_finalize_with_one_completed_job_per_arm(slurm_cluster, slurm_run):
+    run = json.loads((slurm_run / "run.json").read_text())
+    assert run["status"] == "finalized" and run["slurm"].endswith("slurm.toml")
+    arms = sorted(p.parent.name for p in slurm_run.glob("*/job.json"))
+    assert arms == ["iter_0", "iter_1", "run_a_best_from_iter0", "run_b_combined_from_base", "run_c_real_from_iter0"]
+    for arm in arms:
+        rec = json.loads((slurm_run / arm / "job.json").read_text())
+        assert rec["scheduler"] == "slurm" and rec["job_name"] == f"si-{run['run_id']}-{arm}"
+        jobs = slurm_cluster.jobs(rec["job_name"])
+        assert [(i, s) for i, _n, s in jobs] == [(rec["job_id"], "COMPLETED")], (arm, jobs)  # one job, ended well
+        assert (slurm_run / arm / rec["job_log"]).is_file()
+    status = subprocess.run([SELFIMPROVE, "status", "--run-dir", str(slurm_run),
+                             "--json"], capture_output=True, text=True, env=_env())
+    assert {j["arm"]: j["state"] for j in json.loads(status.stdout)["slurm_jobs"]} == dict.fromkeys(arms, "COMPLETED")
+
+
+@pytest.mark.slow
+def test_phase4_arms_were_submitted_side_by_side(slurm_run):
+    """On SLURM --parallel defaults to every pending arm: the three controls were all queued before the first ended."""
+    train_logs = {a: (slurm_run / a / "train.log").stat().st_mtime for a in
+                  ("run_a_best_from_iter0", "run_b_combined_from_base", "run_c_real_from_iter0")}
+    ends = {a: json.loads((slurm_run / a / "job_result.json").read_text())["finished_ts"] for a in train_logs}
+    assert max(train_logs.values()) < min(ends.values()), (train_logs, ends)
+
+
+@pytest.mark.slow
+def test_a_job_past_its_time_limit_ends_timeout_and_resumes_from_its_last_checkpoint(slurm_cluster, tmp_path):
+    """[slurm] time = 1 minute on a longer training: TIMEOUT, with its line and the checkpoint to resume from;
+    --resume submits one new job (never two live) that continues from that checkpoint."""
+    name = "si-test-timeout"
+    overlay = overlay_file(tmp_path, slurm_cluster.partition, time="00:01:00")
+    extra = ("--ckpt.interval", "1", "--orchestrator.eval.num-examples", "20", "--no-orchestrator.eval.eval-base-model")
+    driver = Driver(tmp_path, name, overlay, max_steps=200, extra=extra)
+    out = driver.finish(timeout=240)
+    assert driver.proc.returncode == 1, out
+    first = json.loads((tmp_path / "iter_0" / "job.json").read_text())["job_id"]
+    m = re.search(r"--resume \(continue from checkpoint step (\d+)\)", out)
+    assert f"SLURM job {first} TIMEOUT" in out and "time limit" in out and m, out
+    step = int(m.group(1))
+    driver = Driver(tmp_path, name, overlay, flag="resume", max_steps=200, extra=extra)
+    driver.wait_for(" RUNNING; log ")
+    out = driver.interrupt()
+    rec = json.loads((tmp_path / "iter_0" / "job.json").read_text())
+    assert rec["job_id"] != first and rec["cmd"][-2:] == ["--ckpt.resume-step", str(step)], rec
+    assert f"resuming the crashed job from checkpoint step {step}" in out, out
+    assert live_ids(slurm_cluster, name) == [rec["job_id"]]
+    assert [s for i, _n, s in slurm_cluster.jobs(name) if i == first] == ["TIMEOUT"]
+    slurm_cluster.run("scancel", rec["job_id"])

@@ -1,0 +1,185 @@
+"""`--slurm FILE.toml` without a scheduler: the overlay's checks, what run.json records, what each launch
+gets (`@ FILE`, `--slurm.job-name si-<run id>-<arm>`), the key snapshots, and the CPU engine's sbatch
+script. The scheduler itself is exercised in tests/test_slurm.py."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from selfimprove.engines import slurm
+from selfimprove.phases.slurm_launch import CANONICAL_OVERLAY, keep_canonical_overlay, launch_extras, on_slurm
+from selfimprove.rl.slurm_submit import render
+from selfimprove.rundir import RunDir
+from selfimprove.stack import prime_rl_keys
+from selfimprove.stack.dialects import SEED, V1
+from selfimprove.stack.slurm_overlay import read_overlay
+
+SLURM_KEYS = {"job_name": "str", "project_dir": "str", "template_path": "str", "partition": "str", "nodelist": "str",
+              "exclude": "str", "account": "str", "time": "str", "pre_run_command": "str"}
+MAIN_ONLY = {"cleanup_grace_period": "int", "shared_fs": "bool"}  # SlurmConfig at 559b44772, not at 09e297743
+
+
+@pytest.mark.parametrize("dialect, keys", [(SEED, SLURM_KEYS), (V1, {**SLURM_KEYS, **MAIN_ONLY})])
+def test_the_slurm_keys_of_each_snapshot_are_prime_rls(dialect, keys):
+    """The key snapshots hold SlurmConfig's fields with their types; a misspelt key is unknown."""
+    assert prime_rl_keys.node_at("slurm", dialect.keys_file) == keys
+    assert prime_rl_keys.leaf_type("deployment.type", dialect.keys_file) == "str"
+    assert prime_rl_keys.unknown_keys({"slurm": {"jobname": "x", "partiton": "p"}}, dialect.keys_file) == [
+        "slurm.jobname", "slurm.partiton"]
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text, words", [
+    ('[deployment]\ntype = "multi_node"\n', ["no [slurm] table", "add one"]),
+    ('[slurm]\npartiton = "gpu"\n', ["unknown key 'slurm.partiton'", "partition"]),
+    ('[slurm]\ntime = 30\n', ["slurm.time: expected str, got int"]),
+    ('[slurm]\npartition = "gpu"\n[orchestrator]\nseed = 1\n', ["[orchestrator] does not belong", "--config"]),
+])
+def test_a_bad_overlay_is_refused_in_one_line_before_any_run_dir(cli, runs_dir, tmp_path, text, words):
+    overlay = _write(tmp_path / "cluster.toml", text)
+    res = cli("bootstrap", "selfimprove-arith", "--runs-dir", str(runs_dir), "--model", "selfimprove/tiny-arith",
+              "--slurm", str(overlay))
+    assert res.exit_code == 2, res.stdout
+    line = res.stderr.strip()
+    assert "\n" not in line and str(overlay) in line and all(w in line for w in words), line
+    assert list(runs_dir.iterdir()) == []
+
+
+def test_the_overlay_is_recorded_and_every_launch_gets_it_with_the_arms_job_name(new_run, tmp_path):
+    overlay = _write(tmp_path / "cluster.toml", '[slurm]\npartition = "gpu"\ntime = "02:00:00"\n'
+                                                '[deployment]\ntype = "multi_node"\nnum_train_nodes = 2\n')
+    run_dir = new_run("selfimprove-arith", "--slurm", str(overlay))
+    rd = RunDir(run_dir)
+    cfg = rd.read_run()
+    assert cfg.slurm == str(overlay.resolve()) and on_slurm(rd, cfg)
+    files, overrides, name = launch_extras(rd, cfg, "run_a_best_from_iter0")
+    assert files == [overlay.resolve()] and name == f"si-{cfg.run_id}-run_a_best_from_iter0"
+    canonical = Path(__file__).resolve().parents[1] / "configs" / "selfimprove-arith" / "rl.toml"
+    argv = SEED.rl_command_args([canonical, *files], overrides, rd.iter(0).prime_out)
+    assert argv[:4] == ["@", str(canonical), "@", str(overlay.resolve())]
+    assert argv[argv.index("--slurm.job-name") + 1] == name
+    merged, _ = SEED.parse_rl_argv(argv)  # what the engine reads: the overlay's tables plus the job name
+    assert merged["slurm"] == {"partition": "gpu", "time": "02:00:00", "job_name": name}
+    assert merged["deployment"]["type"] == "multi_node"
+
+
+def test_without_slurm_a_launch_gets_nothing(new_run):
+    rd = RunDir(new_run())
+    assert launch_extras(rd, rd.read_run(), "iter_0") == ([], {}, None)
+
+
+def test_a_canonical_config_with_slurm_puts_every_later_arm_on_slurm(new_run):
+    rd = RunDir(new_run())
+    cfg = rd.read_run()
+    keep_canonical_overlay(rd, cfg, {"model": {"name": "x"}, "slurm": {"partition": "gpu"}}, SEED)
+    files, overrides, name = launch_extras(rd, cfg, "iter_3")
+    assert files == [rd.root / CANONICAL_OVERLAY] and overrides == {"slurm": {"job_name": name}}
+    assert SEED.read_toml(files[0]) == {"slurm": {"partition": "gpu"}}
+
+
+def test_the_engines_default_script_runs_itself_without_the_table(tmp_path):
+    script = render({"job_name": "si-abc-iter_1", "partition": "gpu", "time": "01:00:00", "account": "lab"},
+                    tmp_path / "slurm" / "rl.toml", tmp_path)
+    assert "#SBATCH --job-name=si-abc-iter_1" in script and "#SBATCH --partition=gpu" in script
+    assert "#SBATCH --time=01:00:00" in script and "#SBATCH --account=lab" in script
+    assert "--nodelist" not in script and f"#SBATCH --output={tmp_path}/job_%j.log" in script
+    assert script.rstrip().endswith(f"-m selfimprove.rl.cli @ {tmp_path / 'slurm' / 'rl.toml'}")
+
+
+def test_a_missing_template_path_is_named(tmp_path):
+    from selfimprove.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="template_path .*nope.j2 does not exist"):
+        render({"template_path": str(tmp_path / "nope.j2")}, tmp_path / "rl.toml", tmp_path)
+
+
+def test_submitted_line_and_job_names():
+    assert slurm.submitted_id("x\nSubmitted batch job 4242\n") == "4242"
+    assert slurm.submitted_id("sbatch: error: Batch job submission failed") is None
+    assert slurm.job_name("1a2b3c4d", "iter_2") == "si-1a2b3c4d-iter_2"
+
+
+def test_read_overlay_returns_its_tables(tmp_path):
+    overlay = _write(tmp_path / "c.toml", '[slurm]\nshared_fs = false\ncleanup_grace_period = 60\n')
+    assert read_overlay(overlay, V1.keys_file) == {"slurm": {"shared_fs": False, "cleanup_grace_period": 60}}
+    with pytest.raises(Exception, match="unknown key 'slurm.cleanup_grace_period' for prime-rl@09e297743"):  # the seed's SlurmConfig had no shared_fs
+        read_overlay(overlay, SEED.keys_file)
+    json.dumps(read_overlay(overlay, V1.keys_file))
+
+
+# ---------------------------------------------------------------- each state's line
+
+
+class _Rec:
+    job_id, job_log = "77", "/runs/r/iter_2/prime_out/job_77.log"
+
+
+@pytest.mark.parametrize("state, reason, words", [
+    ("PENDING", "Resources", ["PENDING (Resources)", "next: wait", "never resubmit"]),
+    ("RUNNING", None, ["RUNNING", "next: wait", "re-run the same command to attach"]),
+    ("REQUEUED", None, ["REQUEUED: requeued, the same job continues", "next: wait"]),
+    ("PREEMPTED", None, ["PREEMPTED: requeued, the same job continues", "next: wait"]),
+    ("COMPLETED", None, ["COMPLETED", "without the final eval file", "--restart"]),
+    ("FAILED", None, ["FAILED (exit 1:0)", "exited non-zero", "--restart"]),
+    ("TIMEOUT", None, ["TIMEOUT (exit 1:0)", "time limit", "--resume"]),
+    ("CANCELLED", None, ["CANCELLED (exit 1:0)", "scancel", "--resume"]),
+    ("OUT_OF_MEMORY", None, ["OUT_OF_MEMORY (exit 1:0)", "more", "--restart"]),
+    ("NODE_FAIL", None, ["NODE_FAIL (exit 1:0)", "node failed", "--resume"]),
+])
+def test_each_state_has_one_line_with_the_job_id_the_log_and_the_next_step(tmp_path, state, reason, words):
+    from selfimprove.engines.slurm_jobs import state_line
+    from selfimprove.rundir import ArmDir
+
+    live = state in slurm.LIVE_STATES
+    info = slurm.JobInfo("77", state, reason, None, None if live or state == "COMPLETED" else "1:0", "scontrol")
+    line = state_line(ArmDir(tmp_path, "iter_2"), _Rec(), info)
+    assert "\n" not in line and line.startswith("iter_2: SLURM job 77 ") and _Rec.job_log in line, line
+    assert all(w in line for w in words), line
+
+
+def test_a_job_the_scheduler_forgot_is_judged_by_its_files(tmp_path):
+    from selfimprove.engines.slurm_jobs import state_line
+    from selfimprove.rundir import ArmDir
+
+    line = state_line(ArmDir(tmp_path, "iter_2"), _Rec(), None)
+    assert "no longer known to the scheduler" in line and "judged by its files" in line
+
+
+def test_the_engine_without_sbatch_says_so_in_one_line(tmp_path):
+    """selfimprove-rl with [slurm] on a machine without the SLURM client: exit 1, one line, nothing submitted."""
+    import subprocess
+    import sys
+
+    overlay = _write(tmp_path / "s.toml", '[slurm]\npartition = "gpu"\n')
+    canonical = Path(__file__).resolve().parents[1] / "configs" / "selfimprove-arith" / "rl.toml"
+    env = {"PATH": "/nonexistent", "HOME": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-m", "selfimprove.rl.cli", "@", str(canonical), "@", str(overlay),
+                          "--output-dir", str(tmp_path / "out")], capture_output=True, text=True, env=env)
+    assert res.returncode == 1 and res.stderr.strip() == (
+        "selfimprove-rl: sbatch is not on PATH: run this on a SLURM login node, or drop the [slurm] table"), res.stderr
+    assert (tmp_path / "out" / "rl.sbatch").is_file() and "Submitted batch job" not in res.stdout
+
+
+def test_a_requeued_job_resumes_from_the_first_runs_last_checkpoint(monkeypatch, tmp_path):
+    """After a node failure SLURM runs the same script again: the CPU engine continues from the last complete
+    checkpoint instead of refusing the output dir; a first run, or an explicit resume step, is left alone."""
+    from selfimprove.rl.train import requeued_resume_step
+
+    class Lay:
+        def complete_steps(self):
+            return [2, 4]
+
+    monkeypatch.delenv("SLURM_RESTART_COUNT", raising=False)
+    assert requeued_resume_step(Lay(), None) is None
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    assert requeued_resume_step(Lay(), None) == -1
+    assert requeued_resume_step(Lay(), 2) == 2
+    Lay.complete_steps = lambda self: []
+    assert requeued_resume_step(Lay(), None) is None
