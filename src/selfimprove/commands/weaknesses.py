@@ -56,6 +56,11 @@ def load_stats(rd: RunDir, iteration: int | None, source: str, group_by: str | N
         raise PhaseOrderError(f"{rd.iter(0).eval_summary}: missing; weakness statistics need iter_0's train rollouts: "
                               f"run `selfimprove baseline --run-dir {rd.root}` first")
     n = iteration if iteration is not None else current_iteration(rd)
+    past_the_end = iteration is None and rd.read_run().status != "running" and not rd.iter(n).dir.is_dir()
+    return {**_load_stats(rd, n, source, group_by), "past_the_end": past_the_end}
+
+
+def _load_stats(rd: RunDir, n: int, source: str, group_by: str | None) -> dict:
     if n < 1:
         raise UsageError(f"--iter {n}: iterations count from 1 (the statistics of iter_N read iter_0 and iter_N-1)")
     if source == "previous" and n < 2:
@@ -81,7 +86,10 @@ def _rate(x: float | None) -> str:
 
 def render(stats: dict, top: int, prompts: bool) -> None:
     src, w, g = stats["source"], stats["window"], stats["grouping"]
-    out.print(f"[bold]weaknesses for iter_{stats['iteration']}[/bold]: {escape(src.get('arm', '?'))} on "
+    # a run whose Phase 3 is over has no iter_N after its last one: say whose rollouts these are instead
+    head = (f"weaknesses for iter_{stats['iteration']}" if not stats.get("past_the_end")
+            else f"weaknesses after the last iteration (iter_{stats['iteration']} was never trained: the run's Phase 3 is over)")
+    out.print(f"[bold]{head}[/bold]: {escape(src.get('arm', '?'))} on "
               f"{escape(src.get('rows', '?'))}, TRAIN rollouts of steps {w['steps'][0] if w['steps'] else '-'}-"
               f"{w['steps'][-1] if w['steps'] else '-'} (n={w['rollouts']}; early/late split at step "
               f"{w['late_from_step']}); solved = {stats['solved_rule']}", soft_wrap=True)

@@ -197,7 +197,7 @@ def find_canonical(ctx: RunContext, arm: ArmDir, explicit: str | None, quiet: bo
     else:
         context, _ = model_context(cfg.model)  # caps seq_len and the completion budget for a small student
         dialect.write_toml(frozen, dialect.canonical_from_hub_env(*dialect.env_api.real_env(hub, "train"), cfg.model, context=context))
-        _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} paths); generated {frozen} from hub_env.json")
+        _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} path{'' if len(tried) == 1 else 's'}); generated {frozen} from hub_env.json")
         origin = str(frozen)
     if cfg.canonical_config != origin:
         cfg = cfg.model_copy(update={"canonical_config": origin})  # where iter_0's config came from (the copy is what runs)

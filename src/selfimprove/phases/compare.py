@@ -54,7 +54,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, Callable
 
 from ..engines.jobs import watch_together
-from ..errors import SelfImproveError, UsageError
+from ..errors import PhaseOrderError, SelfImproveError, UsageError
 from ..gates.report import WeaknessReport, check_weakness_report
 from ..models import MAX_PARALLEL, MAX_SEEDS, IterRecord, Metrics, Phase4Error, RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json, seed_key, split_seed_key
@@ -254,6 +254,37 @@ def check_parallel(parallel: int | None) -> None:
         raise UsageError(f"--parallel {parallel}: must be between 1 and {MAX_PARALLEL} (1 = one arm after another)")
 
 
+def trained_seeds(metrics: Metrics) -> int:
+    """How many training seeds Phase 4 has already trained (1 + the highest replicate index in metrics.json)."""
+    indices = [split_seed_key(r.arm)[1] for r in metrics.iters if r.replicate_of or split_seed_key(r.arm)[1]]
+    return 1 + max(indices, default=0)
+
+
+def check_keeps_records(ctx: RunContext, *, control: bool, seeds: int | None) -> None:
+    """Refuse, before anything is written, a compare that would rewrite what is already on record (issue 36):
+    fewer --seeds than the arms already trained, or any compare on a closed (finalized) run that has no arm
+    to train: it would only rewrite run.json and metrics.json under a summary that describes them."""
+    rd, cfg = ctx.rd, ctx.cfg
+    metrics = rd.read_metrics()
+    have = trained_seeds(metrics)
+    if seeds is not None and seeds < have:
+        raise UsageError(f"--seeds {seeds}: this run already trained {have} training seeds per arm (metrics.json); "
+                         f"their records stay in the summary: use --seeds {have} or more, or leave --seeds out")
+    if not cfg.finalized() or cfg.ended_as() == "aborted":
+        return
+    best = pick_best(metrics.iters)
+    n = seeds if seeds is not None else cfg.seeds
+    units = compare_units(best.iter, control=control, seeds=n) if best is not None else []
+    if any(metrics.get(key) is None for _a, _k, key in units):
+        return  # new arms to train: compare reopens the run and the next finalize rewrites the summary
+    more = max(3, have + 1)
+    reopen = (f"to reopen it on purpose with more training seeds: `selfimprove compare --run-dir {rd.root} --seeds "
+              f"{more}`, then finalize" if more <= MAX_SEEDS else "it has the most training seeds compare trains")
+    raise PhaseOrderError(f"{rd.run_json}: the run is closed (finalized; it ended: {cfg.ended_as()}) and every arm "
+                          f"of this compare is on record: nothing to train, nothing changed; its summary is the "
+                          f"'## Final summary' of {rd.scratchpad}; {reopen}")
+
+
 def _reopen_for(ctx: RunContext, units: list[tuple[str, int, str]]) -> RunContext:
     """A finalized run that gets new Phase 4 arms (compare --seeds N after finalize) is open again until the
     next finalize, which rewrites its summary: status never calls it finished while arms are missing."""
@@ -349,9 +380,11 @@ def compare(
     check_parallel(parallel)
     check_seeds(seeds)
     require_phase_order(RunContext.load(rd), "compare")
+    check_keeps_records(RunContext.load(rd), control=control, seeds=seeds)
     with rd.lock("compare"):
         ctx = RunContext.load(rd)
         require_phase_order(ctx, "compare")  # again under the lock: Phase 3 may have been running
+        check_keeps_records(ctx, control=control, seeds=seeds)
         best = pick_best(rd.read_metrics().iters)
         if best is None:
             raise SelfImproveError("no iteration >= 1 finished; there is no best dataset to compare (run iterate first)")
@@ -367,7 +400,9 @@ def compare(
         failures = _train_units(units, lambda u: _train_unit(ctx, u, best.iter, n_eval, note, job), n_parallel,
                                 progress=not quiet)
         errors = {key: err for (_a, _k, key), err in zip(units, failures) if err is not None}
-        metrics = _order_records(rd, [key for _a, _k, key in units])
+        # every compare arm on record, not only this call's (--no-control must not move run_c's records)
+        on_record = compare_units(best.iter, control=True, seeds=max(n_seeds, trained_seeds(rd.read_metrics())))
+        metrics = _order_records(rd, [key for _a, _k, key in on_record])
         done = {key: metrics.get(key).model_dump(mode="json") for _a, _k, key in units if key not in errors}
         members = {arm: [r.arm for r in seed_members(metrics, arm)]
                    for arm in (f"iter_{best.iter}", "run_a", "run_b", "run_c")}
