@@ -65,7 +65,7 @@ from .arms import arm_seed, fresh_arm_config, recorded_seed, retrain_with_seed, 
 from .context import RunContext
 from .holdout import held_out_train_envs
 from .order import require_phase_order
-from .phase4_state import pick_best
+from .phase4_state import pick_best, reopen_advice, trained_seeds
 
 # pip installs of the arms' packages into one env Python, one at a time (pip has no lock of its own);
 # also orders Run A's seed members after member 0, which makes the package they share.
@@ -254,35 +254,28 @@ def check_parallel(parallel: int | None) -> None:
         raise UsageError(f"--parallel {parallel}: must be between 1 and {MAX_PARALLEL} (1 = one arm after another)")
 
 
-def trained_seeds(metrics: Metrics) -> int:
-    """How many training seeds Phase 4 has already trained (1 + the highest replicate index in metrics.json)."""
-    indices = [split_seed_key(r.arm)[1] for r in metrics.iters if r.replicate_of or split_seed_key(r.arm)[1]]
-    return 1 + max(indices, default=0)
-
-
 def check_keeps_records(ctx: RunContext, *, control: bool, seeds: int | None) -> None:
-    """Refuse, before anything is written, a compare that would rewrite what is already on record (issue 36):
-    fewer --seeds than the arms already trained, or any compare on a closed (finalized) run that has no arm
-    to train: it would only rewrite run.json and metrics.json under a summary that describes them."""
+    """Refuse, before anything is written, a compare that would rewrite what is already on record (issue 36).
+
+    A closed (finalized) run: a compare with no arm to train (the same, fewer --seeds, or --no-control) would
+    only rewrite run.json and metrics.json under a summary that describes them: exit 5, naming the compare
+    that reopens the run on purpose (more seeds). An open run: fewer --seeds than the arms already trained
+    would make run.json disagree with the records that stay: exit 2."""
     rd, cfg = ctx.rd, ctx.cfg
     metrics = rd.read_metrics()
     have = trained_seeds(metrics)
+    if cfg.finalized() and cfg.ended_as() != "aborted":
+        best = pick_best(metrics.iters)
+        n = max(seeds if seeds is not None else cfg.seeds, 1)
+        units = compare_units(best.iter, control=control, seeds=n) if best is not None else []
+        if units and (seeds is None or seeds >= have) and any(metrics.get(key) is None for _a, _k, key in units):
+            return  # new arms: compare reopens the run, and the next finalize rewrites the summary
+        raise PhaseOrderError(f"{rd.run_json}: the run is closed (finalized; it ended: {cfg.ended_as()}) and this "
+                              f"compare has no arm to train: nothing changed; its summary is the '## Final summary' "
+                              f"of {rd.scratchpad}; {reopen_advice(rd, have)}")
     if seeds is not None and seeds < have:
         raise UsageError(f"--seeds {seeds}: this run already trained {have} training seeds per arm (metrics.json); "
                          f"their records stay in the summary: use --seeds {have} or more, or leave --seeds out")
-    if not cfg.finalized() or cfg.ended_as() == "aborted":
-        return
-    best = pick_best(metrics.iters)
-    n = seeds if seeds is not None else cfg.seeds
-    units = compare_units(best.iter, control=control, seeds=n) if best is not None else []
-    if any(metrics.get(key) is None for _a, _k, key in units):
-        return  # new arms to train: compare reopens the run and the next finalize rewrites the summary
-    more = max(3, have + 1)
-    reopen = (f"to reopen it on purpose with more training seeds: `selfimprove compare --run-dir {rd.root} --seeds "
-              f"{more}`, then finalize" if more <= MAX_SEEDS else "it has the most training seeds compare trains")
-    raise PhaseOrderError(f"{rd.run_json}: the run is closed (finalized; it ended: {cfg.ended_as()}) and every arm "
-                          f"of this compare is on record: nothing to train, nothing changed; its summary is the "
-                          f"'## Final summary' of {rd.scratchpad}; {reopen}")
 
 
 def _reopen_for(ctx: RunContext, units: list[tuple[str, int, str]]) -> RunContext:

@@ -209,6 +209,19 @@ def scratchpad_entry(h: HubEnv) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _refuse_unless_running(rd: RunDir, cfg: RunConfig, hub_id: str | None) -> bool:
+    """PhaseOrderError (exit 5, as every command gives a closed run) unless the run is running, or it is the one
+    abort a new --hub-id undoes: Phase 1's own "not found" (nothing else ran yet). Returns whether it is that one."""
+    missing_hub_env = cfg.status == "aborted" and cfg.reason == f"hub env {cfg.hub_id} not found"
+    if cfg.status != "running" and not (hub_id is not None and hub_id != cfg.hub_id and missing_hub_env):
+        why = f" ({cfg.reason})" if cfg.reason else ""
+        mend = (f" or name the right env: selfimprove introspect --run-dir {rd.root} --hub-id owner/name"
+                if missing_hub_env else "")
+        raise PhaseOrderError(f"{rd.run_json}: the run is {cfg.status}{why}; introspect runs only on a running run "
+                              f"(start a new one with `selfimprove bootstrap`{mend})")
+    return missing_hub_env
+
+
 def introspect(
     rd: RunDir, env_path: str | None = None, timeout: float = vc.INTROSPECT_TIMEOUT_S,
     env_args: dict[str, Any] | None = None, hub_id: str | None = None,
@@ -221,20 +234,12 @@ def introspect(
     that Phase 1 aborted because the old id was not on the hub (the name given to bootstrap was
     not a hub id), so that run dir is mended rather than a dead end."""
     rd.require()
+    _refuse_unless_running(rd, rd.read_run(), hub_id)  # before the lock: a refusal leaves the run dir untouched
     with rd.lock("introspect"):
         cfg = rd.read_run()
         new_hub = hub_id is not None and hub_id != cfg.hub_id
         new_args = env_args is not None and env_args != cfg.env_args
-        # The one abort a new --hub-id undoes: Phase 1's own "not found" (nothing else ran yet)
-        missing_hub_env = cfg.status == "aborted" and cfg.reason == f"hub env {cfg.hub_id} not found"
-        if cfg.status != "running" and not (new_hub and missing_hub_env):
-            why = f" ({cfg.reason})" if cfg.reason else ""
-            mend = (f" or name the right env: selfimprove introspect --run-dir {rd.root} --hub-id owner/name"
-                    if missing_hub_env else "")
-            raise PhaseOrderError(  # exit 5, as every command gives a closed run
-                f"{rd.run_json}: the run is {cfg.status}{why}; introspect runs only on a running run "
-                f"(start a new one with `selfimprove bootstrap`{mend})"
-            )
+        missing_hub_env = _refuse_unless_running(rd, cfg, hub_id)
         for flag, field_name, changed in (("--hub-id", "hub_id", new_hub), ("--env-args", "env_args", new_args)):
             if changed:
                 _refuse_once_baseline_started(rd, flag, field_name)

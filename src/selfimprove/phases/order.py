@@ -25,7 +25,7 @@ from typing import Literal
 from ..errors import PhaseOrderError
 from ..rundir import RunDir
 from .context import RunContext
-from .phase4_state import missing_phase4_arms
+from .phase4_state import missing_phase4_arms, reopen_advice, trained_seeds
 from .signal import signal_state
 
 Phase = Literal["introspect", "baseline", "iterate", "compare", "finalize"]
@@ -62,8 +62,7 @@ def require_phase_order(ctx: RunContext, phase: Phase) -> None:
     if phase == "finalize" and cfg.finalized() and not _phase4_missing(rd, cfg):
         raise PhaseOrderError(
             f"{rd.run_json}: the run is already finalized (it ended: {cfg.ended_as()}); nothing changed; its summary "
-            f"is the '## Final summary' of {rd.scratchpad} (more training seeds: `selfimprove compare --run-dir "
-            f"{root} --seeds {max(3, cfg.seeds + 1)}`, then finalize again)"
+            f"is the '## Final summary' of {rd.scratchpad}; {reopen_advice(rd, trained_seeds(rd.read_metrics()))}"
         )
     if phase == "finalize" and cfg.ended_as() == "aborted":
         return  # an aborted run is summarised with whatever it has
