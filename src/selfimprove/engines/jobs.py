@@ -266,8 +266,8 @@ def describe_elsewhere(arm: ArmDir, rec: JobRecord, old: Path) -> str:
     healthy and its files stay where they are (issue 36: the advice to move them took a live run's output
     away). A moved run dir's old path is gone or holds only the job's late output."""
     orig = old.parent.parent
-    alive = _job_alive(rec)
-    job = f"the job (pid {rec.pid}, {'still training' if alive else 'ended'})"
+    alive = rec.host == socket.gethostname() and procs.alive(rec.pid, rec.pgid, rec.proc_start)
+    job = f"the job (pid {rec.pid}, {'still training' if alive else 'not running here'})"
     if (orig / "run.json").is_file() and orig.resolve() != arm.dir.parent.resolve():
         wait = (f"wait for it to end and go on with the original (`--run-dir {orig}`), or " if alive
                 else f"go on with the original (`--run-dir {orig}`), or ")
