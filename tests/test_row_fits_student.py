@@ -38,6 +38,7 @@ def test_counts_are_the_engines():
     assert counts == engine and counts[1] == counts[0] + 1 and "system prompt" in how
 
 
+@pytest.mark.slow
 def test_too_long_rows_fail_the_gate_and_shorter_ones_pass(run: RunDir) -> None:
     """gen_dataset.py writes two questions that leave fewer than the 24 completion tokens the arith config asks
     in tiny-arith's 256 positions: GateFailed (exit 4) naming the rule and the bound; nothing is packaged.
@@ -57,3 +58,28 @@ def test_too_long_rows_fail_the_gate_and_shorter_ones_pass(run: RunDir) -> None:
     write_teacher_files(it.dir)  # the teacher's fix
     result = iterate(run, quiet=True)
     assert result.kind == "ended", result
+
+
+@pytest.mark.slow
+def test_a_regenerated_dataset_clears_the_stale_launch_failure(run: RunDir, cli, monkeypatch) -> None:
+    """The engine dies at launch on iter_1; `status` names the failure and the fix; the teacher changes the
+    generator; the next plain `iterate` regenerates, repackages and launches afresh (no --restart), where
+    before issue 36 it reported the old launch failure until --restart."""
+    with pytest.raises(Exception):
+        iterate(run, quiet=True)
+    it = run.iter(1)
+    write_teacher_files(it.dir)
+    monkeypatch.setenv("FAKE_RL_DIE_AT_ONCE", "1")
+    res = cli("iterate", "--run-dir", run.root)
+    assert res.exit_code == 1 and "died at once" in res.stderr, res.stderr
+    shown = json.loads(cli("status", "--run-dir", run.root, "--json").stdout)
+    assert "iter_1's training job failed" in shown["next"] and "gen_dataset.py" in shown["next"], shown["next"]
+    monkeypatch.delenv("FAKE_RL_DIE_AT_ONCE")
+    res = cli("iterate", "--run-dir", run.root)  # the same data: the failure stands (its own advice: --restart)
+    assert res.exit_code == 1, res.stderr
+    write_teacher_files(it.dir, break_rules=("reverse",))  # the teacher's fix: a changed generator
+    shown = json.loads(cli("status", "--run-dir", run.root, "--json").stdout)
+    res = cli("iterate", "--run-dir", run.root)
+    assert res.exit_code == 0, res.stderr
+    assert "starts afresh" in res.stdout + res.stderr and list(it.dir.glob("prime_out.failed-*"))
+    assert run.read_metrics().get("iter_1") is not None

@@ -209,6 +209,12 @@ def run_one_iteration(
     if not it.eval_summary.is_file():
         note(n, "stage + train")
         f = steps.iter0_final_step(rd)
+        if not restart and steps.launch_is_stale(it):
+            restart = True  # the failed job trained the previous dataset: this one launches afresh
+            if not quiet:
+                console.print(f"iter_{n}: the last launch failed on the previous dataset; the new one is "
+                              "packaged, so training starts afresh (its output is kept as prime_out.failed-*)",
+                              highlight=False)
         with abort_run_on_unparseable_eval(ctx, it.name):
             steps.train_resumed_arm(
                 ctx, it, train_envs=[{"id": package}], resume_step=f, restart=restart, resume=resume,

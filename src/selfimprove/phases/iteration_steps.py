@@ -35,7 +35,7 @@ from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_
 from ..ui import console
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
                                  package_name, provenance_mismatch)
-from ..engines.jobs import last_lines
+from ..engines.jobs import job_state, last_lines, read_job
 from .analyze import weakness_line
 from .arms import stage, teacher_overrides, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .context import RunContext
@@ -414,6 +414,20 @@ def ensure_package(ctx: RunContext, it: ArmDir, name: str, report: WeaknessRepor
 
 
 # ---------------------------------------------------------------- 7. stage
+
+
+def launch_is_stale(it: ArmDir) -> bool:
+    """The arm's last training job failed, and was launched before its package was last (re)built: it
+    trained data the teacher has since replaced, so its failure is not this data's. The next launch starts
+    afresh, as --restart would (issue 36: a fixed generator met the old launch failure until --restart)."""
+    package_json = it.dir / "package.json"
+    try:
+        rec = read_job(it)
+        if rec is None or not package_json.is_file() or job_state(it) != "crashed":
+            return False
+        return rec.start_ts < package_json.stat().st_mtime
+    except (OSError, SelfImproveError):  # unreadable job.json, another host: the job runner names it
+        return False
 
 
 def iter0_final_step(rd: RunDir) -> int:
