@@ -78,8 +78,12 @@ def test_a_regenerated_dataset_clears_the_stale_launch_failure(run: RunDir, cli,
     res = cli("iterate", "--run-dir", run.root)  # the same data: the failure stands (its own advice: --restart)
     assert res.exit_code == 1, res.stderr
     write_teacher_files(it.dir, break_rules=("reverse",))  # the teacher's fix: a changed generator
-    shown = json.loads(cli("status", "--run-dir", run.root, "--json").stdout)
+    monkeypatch.setenv("FAKE_RL_EVAL_BUDGET", "43")  # the engine cuts the eval budget: said in rl.toml and printed
     res = cli("iterate", "--run-dir", run.root)
     assert res.exit_code == 0, res.stderr
-    assert "starts afresh" in res.stdout + res.stderr and list(it.dir.glob("prime_out.failed-*"))
+    out = res.stdout + res.stderr
+    assert "starts afresh" in out and list(it.dir.glob("prime_out.failed-*"))
     assert run.read_metrics().get("iter_1") is not None
+    assert "iter_1: the engine cut the completion budget" in out and "-> 43 in force" in out
+    assert "# In force: eval max_completion_tokens" in it.rl_toml.read_text()
+    assert "Phase 3 ended" in res.stdout and "iter_1 eval_acc" in res.stdout and "n=20 examples" in res.stdout
