@@ -206,6 +206,12 @@ def uninstall(base: Path, *, force: bool = False) -> SkillResult:
                 f"{path}: edited locally (differs from what selfimprove installed); "
                 "re-run with --force to remove it anyway, or move it aside"
             )
+    # before the first removal: a directory that would refuse half-way leaves the skill half removed
+    will_be_empty = target.is_dir() and all(p.name in (*present, MANIFEST) for p in target.iterdir())
+    for d, needed in ((target, bool(present) or (target / MANIFEST).exists()), (target.parent, will_be_empty)):
+        if needed and not os.access(d, os.W_OK | os.X_OK):
+            raise SelfImproveError(_os_error_line(target, PermissionError(errno.EACCES, "Permission denied",
+                                                                          str(d / target.name)), "cannot remove the skill"))
     try:
         for name in present:
             (target / name).unlink()
