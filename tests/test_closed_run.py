@@ -131,3 +131,18 @@ def test_every_phase_on_a_closed_run_exits_5(run: RunDir, cli) -> None:
         assert "iter_0 checkpoint" in res.stderr or phase == "introspect"
     assert tree_digest(run.root) == before
     assert next_step(RunContext.load(run))[1] == "nothing: the run is finished"
+
+
+def test_weaknesses_after_phase_3_names_no_iteration_that_does_not_exist(run: RunDir, cli) -> None:
+    """`weaknesses` on a run whose Phase 3 is over: before issue 36 it said 'weaknesses for iter_1' (or iter_2)
+    for an iteration that was never trained; a --iter past the end names the valid range."""
+    cfg = run.read_run()
+    cfg.status, cfg.reason = "max_iters_reached", "max_iters=1 reached"
+    run.write_run(cfg)
+    res = cli("weaknesses", "--run-dir", run.root)
+    assert res.exit_code == 0, res.stderr
+    head = res.stdout.splitlines()[0]
+    assert "weaknesses for iter_1" not in head and "never trained" in head, head
+    res = cli("weaknesses", "--run-dir", run.root, "--iter", "5", "--source", "previous")
+    assert res.exit_code == 5 and "use --source real" in " ".join(res.stderr.split()), res.stderr
+    assert cli("weaknesses", "--run-dir", run.root, "--iter", "5", "--source", "real").exit_code == 0  # the advice
