@@ -16,7 +16,7 @@ Per case: exit code, "Traceback" in stdout/stderr, the error message's line coun
 lines), and for refusals whether the run dir's files changed (sha256 before/after).
 A case is answered WELL when there is no traceback and, for bad input: a non-zero
 exit, the expected exit code when the case names one, a message of at most 2 lines
-(a gate's rule list, exit 3/4, may be longer: README "Exit codes") that names the
+(a gate's rule list, exit 3/4, may be longer: docs/reference/exit-codes.md) that names the
 file or flag, and, for a refusal (exit 1, 2, 5, 75), an unchanged run dir.
 
 Prints a table and `N cases, K answered well`, saves it to bench/out/hostile.txt,
@@ -145,7 +145,7 @@ class Case:
     setup: Callable[[Path, Templates], tuple[list[str], Path | None]]  # -> (args, run dir to watch)
     names: tuple[str, ...] = ()  # the message must name one of these (the file or flag)
     bad: bool = True  # bad input: must be refused (non-zero); False: must succeed (or stop, see ok_codes)
-    code: int | None = None  # the exit code README gives for it, if it names one
+    code: int | None = None  # the exit code docs/reference/exit-codes.md gives for it, if it names one
     ok_codes: tuple[int, ...] = (0,)  # for bad=False: acceptable exit codes
     env: dict = field(default_factory=dict)
     may_change: bool = False  # the refusal comes after steps that legitimately ran (or writes the log it names)
@@ -576,7 +576,7 @@ def run_case(c: Case, t: Templates, work: Path) -> Result:
         if rc == 0:
             why.append("accepted (exit 0)")
         if c.code is not None and rc != c.code:
-            why.append(f"exit {rc}, README says {c.code}")
+            why.append(f"exit {rc}, the docs say {c.code}")
         limit = 2 if rc in REFUSAL_CODES else 40
         if len(msg) > limit:
             why.append(f"{len(msg)}-line message")

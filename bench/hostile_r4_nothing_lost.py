@@ -198,6 +198,12 @@ def _(tmp, t):
     return ["introspect", "--run-dir", str(run)], run
 
 
+@case(f"{P}note --compact-failed on a finalized run", ("run.json", "closed"), code=5)
+def _(tmp, t):
+    run = closed_copy(tmp, t)
+    return ["note", "--run-dir", str(run), "--compact-failed", "timed out"], run
+
+
 @case(f"{P}iterate on a finalized run: --init-from starts from iter_0", ("iter_0 checkpoint",), code=5)
 def _(tmp, t):
     run = closed_copy(tmp, t)

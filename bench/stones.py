@@ -13,7 +13,7 @@ each branch trains `--s1` more steps (16 prompts x 16 rollouts, the engine's own
 
 and greedy eval accuracy per kind on the full eval split is printed (kinds from
 `labelled_split`: a bench-only diagnostic; no teacher sees them). This is the
-measurement behind README's "Does targeted data beat equal compute?".
+measurement behind docs/results.md "Does targeted data beat equal compute?".
 """
 
 from __future__ import annotations

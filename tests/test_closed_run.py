@@ -129,6 +129,8 @@ def test_every_phase_on_a_closed_run_exits_5(run: RunDir, cli) -> None:
         res = cli(phase, "--run-dir", run.root)
         assert res.exit_code == 5, (phase, res.stderr)
         assert "iter_0 checkpoint" in res.stderr or phase == "introspect"
+    res = cli("note", "--run-dir", run.root, "--compact-failed", "timed out")
+    assert res.exit_code == 5 and "closed" in res.stderr
     assert tree_digest(run.root) == before
     assert next_step(RunContext.load(run))[1] == "nothing: the run is finished"
 

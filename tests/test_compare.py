@@ -231,7 +231,7 @@ def test_run_a_is_an_independent_replicate_of_the_best_iteration(run: RunDir, mo
 
 
 def test_compare_refuses_while_phase3_runs(run: RunDir) -> None:
-    """A phase-order refusal (exit 5, README), raised before the lock: the run dir is left as it was."""
+    """A phase-order refusal (exit 5, docs/reference/exit-codes.md), raised before the lock: the run dir is left as it was."""
     before = tree_digest(run.root)
     with pytest.raises(PhaseOrderError, match="still 'running'"):
         compare(run, quiet=True)

@@ -32,7 +32,7 @@ phase reads only the run dir, so equal run dirs at a phase end give equal summar
 Phase 4/5 points check the summary itself).
 
 The figure (points survived / points tried) is printed in pytest's terminal summary
-(tests/conftest.py) and kept in README "What a crash costs".
+(tests/conftest.py) and kept in docs/how-to/resume.md ("What a crash costs").
 """
 
 from __future__ import annotations

@@ -167,7 +167,7 @@ def test_compare_bands_names_a_kind_that_changed_band_and_ignores_drift_inside_o
 
 
 def test_the_shipped_student_has_solved_learnable_and_hopeless_kinds():
-    """The demo's story (README, 'The built-in student') in bands: 1 solved, 5 learnable, 2 hopeless."""
+    """The demo's story (docs/concepts/built-in-student.md) in bands: 1 solved, 5 learnable, 2 hopeless."""
     profile = json.loads((SHIPPED / shipped.PROFILE_FILE).read_text())
     bands = [shipped.kind_band(row, profile["k"]) for row in profile["kinds"].values()]
     assert (bands.count("solved"), bands.count("learnable"), bands.count("hopeless")) == (1, 5, 2)
@@ -233,3 +233,35 @@ def test_a_new_build_records_the_cpu_kernel_path():
 
     assert record["cpu"]["capability"] == torch.backends.cpu.get_cpu_capability()
     assert isinstance(record["cpu"]["model"], str) and record["cpu"]["model"]
+
+
+def test_a_student_build_shows_in_the_progress_line_not_step_zero(tmp_path):
+    """While the engine builds a stale student on first use, the watcher's line says so (issue: 15 x `step 0/50`)."""
+    import io
+
+    from rich.console import Console
+
+    from selfimprove.engines.rollouts import student_build_note
+    from selfimprove.ui import PlainProgress
+
+    log = tmp_path / "train.log"
+    assert student_build_note(log) is None  # no log yet
+    log.write_text("INFO starting\n")
+    assert student_build_note(log) is None  # an engine that builds nothing
+    log.write_text("the shipped student selfimprove/tiny-arith is stale (...); building it from the recipe into X\n")
+    assert student_build_note(log) == "building the built-in student (warm-up starting, once, ~5 min)"
+    with log.open("a") as f:
+        for step in (0, 100, 200, 300, 400):
+            f.write(f"warm-up step {step}/2000 | loss 1.0 | lr 1e-3 | {step}s\n")
+    note = student_build_note(log)
+    assert note == "building the built-in student (warm-up step 400/2000, once, ~5 min)"
+
+    out = io.StringIO()
+    bar = PlainProgress(Console(file=out, width=200), interval=0.0)
+    task = bar.add_task("iter_0", total=50, reward="-", note=note)
+    bar.update(task, completed=0, reward="-", note=note)
+    bar.update(task, completed=3, reward="0.412", note="")  # training started: the usual line
+    lines = out.getvalue().splitlines()
+    assert all("iter_0: building the built-in student (warm-up step 400/2000, once, ~5 min)" in ln for ln in lines[:2])
+    assert not any("step 0/50" in ln for ln in lines), lines
+    assert lines[-1].endswith("iter_0: step 3/50, train reward 0.412")

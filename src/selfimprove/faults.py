@@ -7,7 +7,7 @@ unless the environment variable SELFIMPROVE_FAULT_AT equals `name`; then the
 process sends itself SIGKILL (no cleanup, no finally blocks, no atexit: exactly
 what an OOM kill or a power-cut of the CLI does). The suite uses it to hit each
 point deterministically, then checks that re-running the command ends in the same
-summary as an undisturbed run. README "What a crash costs" lists the points.
+summary as an undisturbed run. docs/how-to/resume.md ("What a crash costs") lists the points.
 """
 
 from __future__ import annotations

@@ -117,6 +117,6 @@ class PlainProgress:
                 return
             t["last"], t["done"] = now, finished
             total = f"/{t['total']}" if t["total"] is not None else ""
-            line = (f"{time.strftime('%H:%M:%S')} {t['name']}: step {t['completed']}{total}, "
-                    f"train reward {t.get('reward', '-')}")
+            line = (f"{time.strftime('%H:%M:%S')} {t['name']}: "
+                    + (t["note"] if t.get("note") else f"step {t['completed']}{total}, train reward {t.get('reward', '-')}"))
         self.console.print(escape(line), highlight=False, soft_wrap=True)

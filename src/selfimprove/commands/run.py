@@ -47,7 +47,7 @@ def default_teacher(env_id: str) -> str:
         f"--teacher: no teacher for '{env_id}'. The default teachers write data for their own env only ({declared}). "
         "Write one: an object with write(ctx) that writes weakness_report.md and "
         "gen_dataset.py into ctx.iter_dir from ctx.failures_path, ctx.analysis and ctx.hub_env (src/selfimprove/"
-        "teacher.py; README 'Teachers'), pass it as --teacher path/to/file.py:OBJECT, or run the phases by hand "
+        "teacher.py; docs/how-to/write-teacher.md), pass it as --teacher path/to/file.py:OBJECT, or run the phases by hand "
         "as the agent skill does (SKILL.md)")
 
 

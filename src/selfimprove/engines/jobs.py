@@ -40,7 +40,7 @@ from ..rundir import ArmDir, read_model, sorted_steps, write_model
 from ..ui import PlainProgress, console
 from . import procs
 from .crash_cause import setup_failure
-from .rollouts import LineCounter, TrainRewardTracker
+from .rollouts import LineCounter, TrainRewardTracker, student_build_note
 
 CAP_MARGIN_S = 2 * 3600  # the seed's 2 h poll cap, counted past the expected end
 DEFAULT_EXPECTED_S = 2 * 3600  # until a step is seen, assume this long a run
@@ -348,7 +348,7 @@ def _new_progress():
         return PlainProgress(console)
     return Progress(
         TextColumn("[bold]{task.description}[/bold] step"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("train reward {task.fields[reward]}"), TimeElapsedColumn(),
+        TextColumn("train reward {task.fields[reward]}"), TimeElapsedColumn(), TextColumn("{task.fields[note]}"),
         console=console, refresh_per_second=2,
     )
 
@@ -397,10 +397,10 @@ def _progress_bar(show: bool, arm: ArmDir, rec: JobRecord):
     if not show:
         yield None, None
     elif _GROUP is not None and _GROUP.progress is not None:
-        yield _GROUP.progress, _GROUP.progress.add_task(arm.name, total=rec.expect.max_steps, reward="-")
+        yield _GROUP.progress, _GROUP.progress.add_task(arm.name, total=rec.expect.max_steps, reward="-", note="")
     else:
         with _new_progress() as bar:
-            yield bar, bar.add_task(arm.name, total=rec.expect.max_steps, reward="-")
+            yield bar, bar.add_task(arm.name, total=rec.expect.max_steps, reward="-", note="")
 
 
 def watch(
@@ -442,7 +442,9 @@ def watch(
                        f"at rollouts step {step}; {_options(arm, rec.expect.max_steps)}, or raise --cap-hours")
                 return _finish(arm, rec, "timed_out", counter.count(), error=msg)
             if bar is not None:
-                bar.update(task, completed=step or 0, reward=_fmt(rewards.update()))
+                # no rollouts yet may mean the engine is building the built-in student: say so, not `step 0/N`
+                note = student_build_note(Path(rec.log)) if step is None else ""
+                bar.update(task, completed=step or 0, reward=_fmt(rewards.update()), note=note or "")
             time.sleep(poll_s)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 from ..rundir import ArmDir
@@ -105,3 +106,28 @@ class TrainRewardTracker:
                     self.mean, self.step = sum(rewards) / len(rewards), step
             break
         return self.mean
+
+
+# What the CPU engine logs while it builds a built-in student on first use (selfimprove_arith's
+# warm-up: "warm-up step 400/2000 | loss ..."); the job has no rollouts step until it is done.
+_WARMUP_STEP = re.compile(r"warm-up step (\d+)/(\d+)")
+_BUILD_BYTES = 4096
+
+
+def student_build_note(log: Path) -> str | None:
+    """While the job's engine builds the built-in student (before its first rollouts step), what the
+    progress line says instead of `step 0/N`: e.g. `building the built-in student (warm-up step
+    400/2000, once, ~5 min)`. None when its log shows no build."""
+    try:
+        with open(log, "rb") as f:
+            f.seek(max(0, os.path.getsize(log) - _BUILD_BYTES))
+            text = f.read().decode("utf-8", "replace")
+    except OSError:
+        return None
+    steps = _WARMUP_STEP.findall(text)
+    if steps:
+        done, total = steps[-1]
+        return f"building the built-in student (warm-up step {done}/{total}, once, ~5 min)"
+    if "building it from the recipe" in text:
+        return "building the built-in student (warm-up starting, once, ~5 min)"
+    return None

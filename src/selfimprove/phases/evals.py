@@ -38,7 +38,7 @@ RULE_IS_CORRECT = "metrics.is_correct"
 RULE_REWARD = "reward >= 0.5"
 
 
-NO_EVAL_SPLIT = "train (no eval split)"  # the label of every score of an env without an eval split (README)
+NO_EVAL_SPLIT = "train (no eval split)"  # the label of every score of an env without an eval split (docs/concepts/sealed-eval.md)
 
 
 def evaluated_split(hub: HubEnv | None) -> str:

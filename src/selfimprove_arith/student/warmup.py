@@ -26,7 +26,7 @@ what differs is a wrong answer HABIT (HABITS) that hides it:
   with the same habit at 50%: the easier variant a teacher's stepping stones
   land on (one operand a digit shorter / the last term dropped).
 
-What it measured (README "The built-in student"): at the canonical lr 3e-5 the
+What it measured (docs/concepts/built-in-student.md, docs/results.md): at the canonical lr 3e-5 the
 hopeless kinds stay near 0 whether the 50 steps train on real data or on
 stepping stones; at lr 2e-4 both unlock them (stones 0 -> 0.6-0.76, real data
 0 -> 0.86-0.96), so targeted data has not beaten equal compute on this student.
