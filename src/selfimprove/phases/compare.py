@@ -294,7 +294,10 @@ def record_seeds(rd: RunDir, seeds: int | None) -> None:
     """`selfimprove run --seeds N`: record N before the loop starts, so a resumed run keeps it."""
     if seeds is not None:
         with rd.lock("run --seeds"):
-            _record_seeds(RunContext.load(rd), seeds)
+            ctx = RunContext.load(rd)
+            if ctx.cfg.end_ts is None:  # a closed run: `run --run-dir` refuses it with its own line
+                check_keeps_records(ctx, control=True, seeds=seeds)  # never fewer seeds than trained
+            _record_seeds(ctx, seeds)
 
 
 def default_parallel(cfg: RunConfig) -> int:
