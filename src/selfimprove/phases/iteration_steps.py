@@ -19,7 +19,7 @@ from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..engines.generator import run_generator
 from ..faults import fault_point
 from ..gates.common import GateFailure, GateReport, merge_reports
-from ..gates.dataset import check_dataset, check_rows_fit_student, load_dataset_jsonl
+from ..gates.dataset import check_dataset, load_dataset_jsonl
 from ..gates.decontam import drop_eval_overlap
 from ..gates.dedup import check_eval_overlap, check_near_duplicates
 from ..gates.diversity import check_diversity
@@ -30,7 +30,6 @@ from ..gates.reward_lint import lint_reward_functions
 from ..models import RunConfig
 from ..resources import project_file
 from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
-from ..student_limits import prompt_token_counts, student_positions, trained_budget
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
 from ..ui import console
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
@@ -39,6 +38,7 @@ from ..engines.jobs import job_state, last_lines, read_job
 from .analyze import weakness_line
 from .arms import stage, teacher_overrides, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .context import RunContext
+from .student_fit import fits_student_gate
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
 
 _read_json = read_json_object  # a missing, damaged or non-object record means "step not done"
@@ -288,33 +288,6 @@ def dataset_gate(ctx: RunContext, it: ArmDir, n: int, report: WeaknessReport) ->
         raise GateFailed(f"{it.dir}/dataset.jsonl failed the dataset gate; fix gen_dataset.py (never the rows) and re-run iterate:\n{merged.summary()}")
     _fill_buckets_section(rd, n, report)
     return merged
-
-
-def fits_student_gate(ctx: RunContext, it: ArmDir, rows: list[dict]) -> GateReport | None:
-    """Every row's prompt, counted as the engine counts it (its tokenizer, chat template and the env's system
-    prompt), leaves the completion room within the student's positions: min(seq_len, its context), seq_len
-    being the teacher's override or the canonical config's. The room is the train completion budget in force:
-    the config's, or less when iter_0's engine cut it (its completion_budget.json). None when the student's
-    positions or its tokenizer are not known here (a hub model: prime-rl checks at launch)."""
-    cfg, hub = ctx.cfg, ctx.required_hub()
-    knobs = {**ctx.dialect.canonical_knobs(ctx.canonical_config()),
-             **ctx.dialect.canonical_knobs(overrides_gate(ctx, it))}
-    positions = student_positions(cfg.model, knobs.get("seq_len"))
-    if positions is None:
-        return None
-    questions = [r.get("question") if isinstance(r.get("question"), str) else None for r in rows]
-    counted = prompt_token_counts(cfg.model, hub.system_prompt, [q for q in questions if q is not None])
-    if counted is None:
-        return None
-    it_counts, how = iter(counted[0]), counted[1]
-    tokens = [next(it_counts) if q is not None else None for q in questions]
-    asked = knobs.get("train_max_tokens")
-    _positions0, in_force0 = trained_budget(ctx.rd.iter(0).prime_out)
-    candidates = [(asked, "the train budget the config asks"), (in_force0, "the train budget iter_0 trained with")]
-    known = [(v, why) for v, why in candidates if isinstance(v, int) and 0 < v < positions]
-    room, room_from = min(known) if known else (1, "at least one token")
-    return check_rows_fit_student(rows, tokens, counted=how, positions=positions, room=room, model=cfg.model,
-                                  room_from=room_from)
 
 
 def eval_index(ctx: RunContext) -> EvalNgramIndex:
