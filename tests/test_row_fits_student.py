@@ -87,3 +87,18 @@ def test_a_regenerated_dataset_clears_the_stale_launch_failure(run: RunDir, cli,
     assert "iter_1: the engine cut the completion budget" in out and "-> 43 in force" in out
     assert "# In force: eval max_completion_tokens" in it.rl_toml.read_text()
     assert "Phase 3 ended" in res.stdout and "iter_1 eval_acc" in res.stdout and "n=20 examples" in res.stdout
+
+
+def test_the_engines_launch_check_counts_the_same_tokens():
+    """rl/train.longest_prompt (the engine's refusal "the longest prompt of ... is N tokens and the model attends
+    over M positions") and the gate agree on every prompt: the gate refuses what the engine would."""
+    from types import SimpleNamespace
+
+    from selfimprove.rl.train import longest_prompt
+
+    tok = engine_tokenizer("selfimprove/tiny-arith")
+    questions = ["1+1?", "What is 123 * 456? Show the working." * 4]
+    counts, _how = prompt_token_counts("selfimprove/tiny-arith", "Be brief.", questions)
+    spec = SimpleNamespace(name="gen", rows=[{"prompt": [{"role": "system", "content": "Be brief."},
+                                                         {"role": "user", "content": q}]} for q in questions])
+    assert longest_prompt(tok, [spec]) == (max(counts), "gen")
