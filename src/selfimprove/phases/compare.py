@@ -375,8 +375,9 @@ def compare(
     note = on_arm or (lambda _a, _e: None)
     check_parallel(parallel)
     check_seeds(seeds)
-    require_phase_order(RunContext.load(rd), "compare")
-    check_keeps_records(RunContext.load(rd), control=control, seeds=seeds)
+    before = RunContext.load(rd)  # one read: the checks before the lock leave a refused run dir untouched
+    require_phase_order(before, "compare")
+    check_keeps_records(before, control=control, seeds=seeds)
     with rd.lock("compare"):
         ctx = RunContext.load(rd)
         require_phase_order(ctx, "compare")  # again under the lock: Phase 3 may have been running
