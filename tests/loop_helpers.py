@@ -32,6 +32,11 @@ if "hard" in BREAK:
         r["info"]["difficulty"] = "med"
 if "round_trip" in BREAK:
     rows[3]["info"]["reasoning"] = "no tag here"
+if "reverse" in BREAK:  # not a break: the same rows in another order (a regenerated, different dataset.jsonl)
+    rows.reverse()
+if "too_long" in BREAK:  # two questions longer than tiny-arith's 256 positions leave room for (issue 36)
+    for i in (5, 9):
+        rows[i]["question"] += " Show every step of the working before you answer." * 3
 with open("dataset.jsonl", "w") as f:
     for r in rows:
         f.write(json.dumps(r) + "\\n")

@@ -425,7 +425,7 @@ def test_hub_not_found_aborts_the_run(cli, runs_dir, tmp_path, monkeypatch):
     assert not (run_dir / "hub_env.json").exists()
     assert "ABORTED" in (run_dir / "scratchpad.md").read_text()
     again = cli("introspect", "--run-dir", run_dir)
-    assert again.exit_code == 1 and "aborted" in again.stderr
+    assert again.exit_code == 5 and "aborted" in again.stderr
     status = json.loads(cli("status", "--run-dir", run_dir, "--json").stdout)
     assert status["status"] == "aborted" and status["reason"] == cfg.reason
 

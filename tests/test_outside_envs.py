@@ -260,6 +260,9 @@ def test_zero_signal_env_ends_in_the_verdict_not_a_table(new_run, cli, monkeypat
     status = run_status(rd)  # the user's choice next, not iterate
     assert status["learning_signal"] == "none" and "--allow-no-signal" in status["next"]
     assert not status["next"].startswith("selfimprove iterate")
+    assert rd.scratchpad.read_text().count("## Stopped after iter_0: no learning signal") == 1  # issue 36
+    res = cli("compare", "--run-dir", run_dir)  # no loop back to iterate (which refuses with exit 4)
+    assert res.exit_code == 5 and "--allow-no-signal" in res.stderr and "selfimprove iterate" not in res.stderr
 
     res = cli("baseline", "--run-dir", run_dir, "--allow-no-signal")
     assert res.exit_code == 0, res.stderr

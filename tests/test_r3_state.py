@@ -254,6 +254,7 @@ def test_job_of_a_moved_run_dir_is_explained(run: RunDir, tmp_path: Path) -> Non
     arm = run.iter(1)
     arm.dir.mkdir()
     old = tmp_path / "old-place" / run.root.name / "iter_1" / "prime_out"
+    old.mkdir(parents=True)  # the job's output at the old path (no run.json there: moved, not copied)
     rec = JobRecord(pid=1, pgid=1, proc_start=None, cmd=["rl", "--output-dir", str(old)], cwd="/", host="h",
                     start_ts=0.0, log=str(arm.train_log),
                     expect=JobExpectation(num_examples=20, max_steps=4, eval_file=str(arm.eval_file(4))))

@@ -15,6 +15,7 @@ locally edited one (refused without --force).
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import os
@@ -154,6 +155,7 @@ def install(base: Path, *, force: bool = False) -> SkillResult:
     """
     target = skill_dir(base)
     texts = {name: packaged_text(name) for name in SKILL_FILES}
+    _check_skill_dir_path(base, target)
     _check_manifest_path(target)
     recorded = _read_manifest(target)
     result = SkillResult(target)
@@ -177,7 +179,7 @@ def install(base: Path, *, force: bool = False) -> SkillResult:
             atomic_write_text(target / name, texts[name])
         atomic_write_text(target / MANIFEST, _manifest_text(texts))
     except OSError as e:
-        raise SelfImproveError(f"{target}: cannot write the skill there ({e.strerror}); pick a writable --project DIR") from None
+        raise SelfImproveError(_os_error_line(target, e, "cannot write the skill there")) from None
     return result
 
 
@@ -188,6 +190,7 @@ def uninstall(base: Path, *, force: bool = False) -> SkillResult:
     removal: a refusal (an edited file, a manifest that is a directory) removes nothing."""
     target = skill_dir(base)
     result = SkillResult(target)
+    _check_skill_dir_path(base, target)
     _check_manifest_path(target)
     recorded = _read_manifest(target)
     present = []
@@ -203,6 +206,12 @@ def uninstall(base: Path, *, force: bool = False) -> SkillResult:
                 f"{path}: edited locally (differs from what selfimprove installed); "
                 "re-run with --force to remove it anyway, or move it aside"
             )
+    # before the first removal: a directory that would refuse half-way leaves the skill half removed
+    will_be_empty = target.is_dir() and all(p.name in (*present, MANIFEST) for p in target.iterdir())
+    for d, needed in ((target, bool(present) or (target / MANIFEST).exists()), (target.parent, will_be_empty)):
+        if needed and not os.access(d, os.W_OK | os.X_OK):
+            raise SelfImproveError(_os_error_line(target, PermissionError(errno.EACCES, "Permission denied",
+                                                                          str(d / target.name)), "cannot remove the skill"))
     try:
         for name in present:
             (target / name).unlink()
@@ -211,6 +220,41 @@ def uninstall(base: Path, *, force: bool = False) -> SkillResult:
         if target.is_dir() and not any(target.iterdir()):
             target.rmdir()
     except OSError as e:
-        raise SelfImproveError(f"{target}: cannot remove the skill ({e.strerror}); make it writable (chmod u+w) "
-                               "and re-run") from None
+        raise SelfImproveError(_os_error_line(target, e, "cannot remove the skill")) from None
     return result
+
+
+def _check_skill_dir_path(base: Path, target: Path) -> None:
+    """Every existing path from `base` down to the skill dir must be a directory: a file there (say
+    `.claude` or the skill dir itself) is refused before anything is written or removed, naming it.
+    Its fix is to move it aside: chmod would not help (the old advice, issue 36)."""
+    p = target
+    chain = []
+    while p != base and p != p.parent:
+        chain.append(p)
+        p = p.parent
+    for p in reversed(chain):
+        try:
+            if not os.path.lexists(p):
+                return
+            if not p.is_dir():
+                raise SelfImproveError(f"{p}: not a directory, where the skill's directory {target} goes; it is "
+                                       "not selfimprove's: move it aside and re-run (nothing was changed)")
+        except OSError:
+            return  # unreadable: the write or removal below names it with its own fix
+
+
+def _os_error_line(target: Path, e: OSError, what: str) -> str:
+    """One line for a failed write or removal of the skill, with a fix that works for its cause: the
+    directory that refused us (chmod u+w on IT, not on the skill dir), a read-only file system, ..."""
+    failed = Path(e.filename) if e.filename else target
+    if e.errno in (errno.EACCES, errno.EPERM):
+        parent = failed.parent  # the directory whose entries we were changing (its nearest existing one)
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        return (f"{parent}: not writable by you, so {what} ({e.strerror}); make it writable (chmod u+w {parent}) "
+                f"and re-run, or use another --project DIR")
+    if e.errno == errno.EROFS:
+        return f"{target}: {what} ({e.strerror}); use a --project DIR on a writable file system"
+    return f"{failed}: {what} ({e.strerror}); fix that path or use another --project DIR, and re-run"
+

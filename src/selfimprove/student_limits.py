@@ -3,6 +3,7 @@
     model_context("selfimprove/tiny-arith")     -> (256, "<shipped dir>/config.json max_position_embeddings")
     check_token_budget(config, model, where)    # ConfigError naming the key that does not fit
     check_env_text(hub_env, model, seq_len)     # ConfigError when the prompts cannot fit or be encoded
+    prompt_token_counts(model, system_prompt, questions)  # per row, as the engine counts them (the dataset gate)
 
 Everything here reads config.json and tokenizer.json only (no torch), so the
 orchestrator can check a config before it launches a job. Sources of the context:
@@ -141,6 +142,60 @@ def check_env_text(hub: Any, model: str, seq_len: int | None, where: str) -> Non
     if longest >= limit:
         raise ConfigError(f"{where}: seq_len: a train prompt of {hub.env_id} is {longest} tokens for {model}, which "
                           f"attends over {limit} positions: no room for a completion; use a model with a longer context")
+
+
+def chat_prompt_lengths(tok, prompts: list[list[dict]]) -> list[int]:
+    """Tokens of each chat prompt as the CPU engine renders it: the tokenizer's chat template with the
+    generation prompt, no extra special tokens. Batched: one template call and one tokenizer call.
+    The engine's launch check (rl/train.py longest_prompt) and the dataset gate both count with this."""
+    if not prompts:
+        return []
+    texts = tok.apply_chat_template(prompts, tokenize=False, add_generation_prompt=True)
+    return [len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"]]
+
+
+def engine_tokenizer(model: str):
+    """The tokenizer the CPU engine loads for `model` (rl/student.load_student: PreTrainedTokenizerFast from
+    the model dir, with its chat template), or None when the model is not on disk (a hub id: prime-rl's),
+    transformers is not installed here, or the dir has no usable tokenizer (the engine then names it)."""
+    d = model_dir(model)
+    if d is None:
+        return None
+    try:
+        from transformers import PreTrainedTokenizerFast
+        tok = PreTrainedTokenizerFast.from_pretrained(d)
+    except Exception:  # noqa: BLE001  (no transformers, or a tokenizer the engine will refuse in its own words)
+        return None
+    return tok if tok.chat_template else None
+
+
+def prompt_token_counts(model: str, system_prompt: str | None, questions: list[str]) -> tuple[list[int], str] | None:
+    """(tokens of each question's prompt: system prompt + user turn + generation prompt, how they were counted),
+    with the engine's tokenizer and chat template; for a character-level student without transformers, the exact
+    ChatML count; None when neither is available (then the engine checks at launch)."""
+    prompts = [([{"role": "system", "content": system_prompt}] if system_prompt else []) + [{"role": "user", "content": q}]
+               for q in questions]
+    tok = engine_tokenizer(model)
+    if tok is not None:
+        return chat_prompt_lengths(tok, prompts), f"{model}'s tokenizer and chat template, system prompt included"
+    if char_vocabulary(model) is not None:
+        return ([rendered_prompt_chars(system_prompt, q) for q in questions],
+                f"{model}'s character-level ChatML count, system prompt included")
+    return None
+
+
+def student_positions(model: str, seq_len: int | None) -> int | None:
+    """What one sequence (prompt + completion) may span for `model`: min(seq_len, its context), or None if unknown."""
+    return _positions(seq_len, model_context(model)[0])
+
+
+def trained_budget(output_dir: Path) -> tuple[int | None, int | None]:
+    """(positions, train completion tokens in force) the CPU engine recorded for a job (completion_budget.json),
+    each None when not recorded (prime-rl, or a job that never started)."""
+    record = _budget_record(output_dir)
+    train = record.get("train") if isinstance(record.get("train"), dict) else {}
+    positions, in_force = record.get("positions"), train.get("in_force")
+    return (positions if isinstance(positions, int) else None, in_force if isinstance(in_force, int) else None)
 
 
 def _budget_record(output_dir: Path) -> dict:

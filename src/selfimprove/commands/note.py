@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import UsageError
+from ..errors import PhaseOrderError, UsageError
 from ..rundir import RunDir
 from ..ui import out
 from ._common import RunDirOpt, cli_errors
@@ -26,8 +26,17 @@ def command(
     if not compact_failed:
         raise UsageError("nothing to note; pass --compact-failed \"message\"")
     rd = RunDir(run_dir).require()
+    _refuse_closed(rd, rd.read_run())  # before the lock: a refusal leaves the run dir untouched
     with rd.lock("note"):
         cfg = rd.read_run()
+        _refuse_closed(rd, cfg)
         cfg.compact_warnings = [*cfg.compact_warnings, compact_failed]
         rd.write_run(cfg)
     out.print(f"logged to {rd.run_json} compact_warnings ({len(cfg.compact_warnings)} so far)", markup=False)
+
+
+def _refuse_closed(rd: RunDir, cfg) -> None:
+    """A closed run's records are final (issue 36): a /compact failure belongs to a run that goes on."""
+    if cfg.finalized() or cfg.status == "aborted":
+        raise PhaseOrderError(f"{rd.run_json}: the run is closed ({cfg.status}; it ended: {cfg.ended_as()}); "
+                              "nothing logged: a /compact failure is noted only while the run goes on")

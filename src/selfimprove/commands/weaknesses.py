@@ -54,9 +54,17 @@ def load_stats(rd: RunDir, iteration: int | None, source: str, group_by: str | N
     """The statistics to show: iter_N/weakness_stats.json when it exists and no grouping is asked for,
     else computed now from the rollouts (read-only: nothing is written)."""
     if not baseline_done(rd):
+        cfg = rd.read_run()
+        fix = (f"run `selfimprove baseline --run-dir {rd.root}` first" if cfg.status == "running" else
+               f"this run ended ({cfg.ended_as()}) before iter_0 trained: start a new one with `selfimprove bootstrap`")
         raise PhaseOrderError(f"{rd.iter(0).eval_summary}: missing; weakness statistics need iter_0's train rollouts: "
-                              f"run `selfimprove baseline --run-dir {rd.root}` first")
+                              f"{fix}")
     n = iteration if iteration is not None else current_iteration(rd)
+    past_the_end = iteration is None and rd.read_run().status != "running" and not rd.iter(n).dir.is_dir()
+    return {**_load_stats(rd, n, source, group_by), "past_the_end": past_the_end}
+
+
+def _load_stats(rd: RunDir, n: int, source: str, group_by: str | None) -> dict:
     if n < 1:
         raise UsageError(f"--iter {n}: iterations count from 1 (the statistics of iter_N read iter_0 and iter_N-1)")
     if source == "previous" and n < 2:
@@ -68,7 +76,12 @@ def load_stats(rd: RunDir, iteration: int | None, source: str, group_by: str | N
     arm = rd.iter(0 if source == "real" else n - 1)
     summary = rd.read_eval_summary(arm) if arm.eval_summary.is_file() else None
     if summary is None:
-        raise PhaseOrderError(f"{arm.eval_summary}: missing; iter_{n - 1} has not finished")
+        last = max(i for i in rd.iter_indices() if rd.iter(i).eval_summary.is_file())  # iter_0 is done here
+        lo = 2 if source == "previous" else 1
+        fix = (f"run `selfimprove iterate --run-dir {rd.root}` until it has" if rd.read_run().status == "running"
+               else f"the run's Phase 3 is over: pick --iter from {lo} to {last + 1}" if last + 1 >= lo
+               else "the run's Phase 3 is over with no generated rows: use --source real")
+        raise PhaseOrderError(f"{arm.eval_summary}: missing; iter_{n - 1} has not finished; {fix}")
     label = "the real env's train split" if source == "real" else f"{arm.name}'s generated rows"
     stats = arm_weakness(arm, summary.final_step, group_of=load_group_fn(group_by) if group_by else default_group,
                          grouping=group_by or "default", label=label,
@@ -84,7 +97,10 @@ def render_prompts(stats: dict, top: int) -> None:
     """`--prompts`: one row per prompt, lowest solve rate first, `top` per class (the group summary is
     weakness_summary.full_summary)."""
     src, w, g = stats["source"], stats["window"], stats["grouping"]
-    out.print(f"[bold]weaknesses for iter_{stats['iteration']}[/bold]: {escape(src.get('arm', '?'))} on "
+    # a run whose Phase 3 is over has no iter_N after its last one: say whose rollouts these are instead
+    head = (f"weaknesses for iter_{stats['iteration']}" if not stats.get("past_the_end")
+            else f"weaknesses after the last iteration (iter_{stats['iteration']} was never trained: the run's Phase 3 is over)")
+    out.print(f"[bold]{head}[/bold]: {escape(src.get('arm', '?'))} on "
               f"{escape(src.get('rows', '?'))}, TRAIN rollouts of steps {w['steps'][0] if w['steps'] else '-'}-"
               f"{w['steps'][-1] if w['steps'] else '-'} (n={w['rollouts']}; early/late split at step "
               f"{w['late_from_step']}); solved = {stats['solved_rule']}", soft_wrap=True)

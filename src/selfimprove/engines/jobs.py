@@ -132,16 +132,38 @@ def launched_output_dir(arm: ArmDir, rec: JobRecord) -> Path | None:
     return None
 
 
+def describe_elsewhere(arm: ArmDir, rec: JobRecord, old: Path) -> str:
+    """The job of job.json writes to `old`, another run dir's arm. Copied or moved? A copy's original
+    (old's run dir, with its run.json) still exists and its job may still train there: the original is
+    healthy and its files stay where they are (issue 36: the advice to move them took a live run's output
+    away). A moved run dir's old path is gone or holds only the job's late output."""
+    orig = old.parent.parent
+    alive = rec.host == socket.gethostname() and procs.alive(rec.pid, rec.pgid, rec.proc_start)
+    job = f"the job (pid {rec.pid}, {'still training' if alive else 'not running here'})"
+    if (orig / "run.json").is_file() and orig.resolve() != arm.dir.parent.resolve():
+        wait = (f"wait for it to end and go on with the original (`--run-dir {orig}`), or " if alive
+                else f"go on with the original (`--run-dir {orig}`), or ")
+        return (f"{arm.name}: this run dir is a copy of {orig}, which still exists: {job} belongs to the original "
+                f"and writes to {old}, not to {arm.prime_out}; leave the original's files where they are; "
+                f"{wait}train this arm in the copy with --restart (the copy's prime_out is moved aside; the "
+                f"original and its job are not touched)")
+    there = "it holds" if old.is_dir() else "it no longer exists, so it cannot hold"
+    if not old.is_dir():
+        return (f"{arm.name}: the run dir was moved while this job ran: {job} wrote to {old} ({there} its "
+                f"output), not to {arm.prime_out}; re-run with --restart to train this arm again")
+    return (f"{arm.name}: the run dir was moved while this job ran: {job} wrote to {old} ({there} its output), "
+            f"not to {arm.prime_out}; {'wait for it to end, then ' if alive else ''}move {old} to {arm.prime_out} "
+            "(replacing it) and re-run the same command to pick up its final eval, or re-run with --restart to "
+            "train this arm again")
+
+
 def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
     if rec.scheduler == "slurm" and rec.job_id:
         rows = LineCounter(Path(rec.expect.eval_file)).count()
         return slurm_jobs.describe_end(arm, rec, slurm.query(rec.job_id), rows, _options(arm, rec.expect.max_steps))
     old = launched_output_dir(arm, rec)
     if old is not None:
-        there = "it holds" if old.is_dir() else "it no longer exists, so it cannot hold"
-        return (f"{arm.name}: the run dir was moved while this job ran: the job wrote to {old} ({there} its output), "
-                f"not to {arm.prime_out}; move {old} to {arm.prime_out} (replacing it) and re-run the same command "
-                "to pick up its final eval, or re-run with --restart to train this arm again")
+        return describe_elsewhere(arm, rec, old)
     ck, ro = on_disk(arm)
     rc = _exit_code(arm, rec)
     rows = LineCounter(Path(rec.expect.eval_file)).count()
@@ -419,6 +441,8 @@ def run_training(
         slurm_jobs.settle(arm, job_name, expect)
     state = job_state(arm, expect)
     rec = read_job(arm)
+    if state == "running" and rec is not None and launched_output_dir(arm, rec) is not None:
+        state = "crashed"  # alive, but another run dir's job (this one is a copy): never attach to it or stop it
     if state == "running" and rec is not None and rec.scheduler == "slurm" and (restart or resume):
         slurm_jobs.refuse_relaunch(arm, rec)
     if state == "running":

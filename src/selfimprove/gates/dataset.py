@@ -300,6 +300,27 @@ def check_dataset(rows: list[dict], report: WeaknessReport, dropped_eval_overlap
     return GateReport.build(GATE, failures, stats)
 
 
+def check_rows_fit_student(rows: list[dict], prompt_tokens: list[int | None], *, counted: str, positions: int,
+                           room: int, model: str, room_from: str) -> GateReport:
+    """Every row must fit the student (issue 36): its prompt's tokens (`prompt_tokens[i]`, None for a row whose
+    question is a schema failure) plus `room` completion tokens within `positions`. A row that does not fit
+    would be refused by the engine at launch (no room at all) or cut every rollout's completion budget; here
+    it fails the gate (exit 4) with the rows and the longest prompt the student takes."""
+    max_prompt = positions - room
+    over = [i for i, n in enumerate(prompt_tokens) if n is not None and n > max_prompt]
+    failures = []
+    if over:
+        longest = max(prompt_tokens[i] for i in over)  # type: ignore[type-var]
+        failures.append(GateFailure(rule="row_fits_student", rows=over, message=(
+            f"{len(over)} row(s) too long for {model}: the longest prompt is {longest} tokens ({counted}); "
+            f"{model} attends over {positions} positions and a completion needs {room} of them ({room_from}), "
+            f"so a prompt may take at most {max_prompt} tokens: shorten those questions in gen_dataset.py")))
+    counts = [n for n in prompt_tokens if n is not None]
+    return GateReport.build("fits_student", failures, {
+        "positions": positions, "completion_room": room, "max_prompt_tokens": max_prompt,
+        "longest_prompt_tokens": max(counts, default=None), "counted_with": counted})
+
+
 def check_dataset_file(path: Path, report: WeaknessReport) -> GateReport:
     """load_dataset_jsonl + check_dataset in one report (bad lines come first)."""
     rows, load_failures = load_dataset_jsonl(path)

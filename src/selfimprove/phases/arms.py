@@ -20,9 +20,11 @@ from ..engines import engine_command
 from ..engines.jobs import JobExpectation, run_training
 from ..errors import SelfImproveError
 from ..models import EvalSummary, RunConfig
-from ..rundir import ArmDir, RunDir
+from ..rundir import ArmDir, RunDir, atomic_write_text
 from ..stack.dialects import SEED
 from ..stack.toml_paths import get_path, set_path
+from ..student_limits import completion_budget_cuts
+from ..ui import console
 from .context import RunContext
 from .evals import aggregate_eval, expected_eval_examples
 from .overrides import TEACHER_KEYS, read_overrides  # noqa: F401  (TEACHER_KEYS: re-exported)
@@ -172,7 +174,30 @@ def train_arm(
     expect = JobExpectation(max_steps=max_steps, start_step=int(start_step), num_examples=num_examples, cap_hours=cap_hours)
     run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch,
                  job_name=job_name)
+    note_budget_in_force(arm, arm.rl_toml, quiet)
     return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=ctx.rd, key=record_name, rows=rows)
+
+
+def note_budget_in_force(arm: ArmDir, toml: Path, quiet: bool) -> list[str]:
+    """When the engine gave a split fewer completion tokens than the config asked (the longest prompt left
+    less room; prime_out/completion_budget.json), say so in one console line and state the value in force
+    at the end of `toml`, the file that asks for more: an rl.toml that says 2048 where 90 were in force
+    misleads whoever reads it (issue 36: only iter_0's overlay said so)."""
+    cuts = completion_budget_cuts(arm.prime_out)
+    if not cuts:
+        return []
+    if not quiet:
+        console.print(f"{arm.name}: the engine cut the completion budget: {'; '.join(cuts)}; see {toml}",
+                      highlight=False, markup=False, soft_wrap=True)
+    try:
+        text = toml.read_text(encoding="utf-8")
+    except OSError:
+        return cuts
+    if "# In force:" not in text:
+        lines = "".join(f"# In force: {c}.\n" for c in cuts)
+        atomic_write_text(toml, text.rstrip("\n") + "\n\n# The engine caps each budget by the room the longest "
+                          "prompt leaves (prime_out/completion_budget.json):\n" + lines)
+    return cuts
 
 
 def train_resumed_arm(ctx: RunContext, arm: ArmDir, *, train_envs: list[dict], resume_step: int,

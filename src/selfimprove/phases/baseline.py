@@ -38,6 +38,7 @@ from ..stats import wilson_interval
 from ..student_limits import check_env_text, answers_over_budget, check_token_budget, completion_budget_cuts, model_context
 from ..ui import console
 from . import holdout
+from .arms import note_budget_in_force
 from .bootstrap import check_init_from, init_from_source
 from .context import RunContext
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, evaluated_split, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
@@ -115,6 +116,11 @@ def check_learning_signal(ctx: RunContext, arm: ArmDir, allow: bool, quiet: bool
                 f"{signal.get('train_mean_group_reward_sd')} (near zero below {NEAR_ZERO_GROUP_SD}); step-0 eval reward sd "
                 f"{signal['eval_step0_reward_sd']} over {signal['eval_step0_examples']} examples")
     if not signal.get("allowed"):
+        heading = "## Stopped after iter_0: no learning signal"
+        if heading not in rd.read_scratchpad():  # the run's own record of the stop (issue 36), once
+            rd.append_scratchpad(f"{heading}\n\n{NO_SIGNAL_VERDICT}: {evidence}. The run waits for a choice: a "
+                                 "stronger student or another env (a new run), or, on request only, "
+                                 "`selfimprove baseline --allow-no-signal` (then nothing is a result).\n")
         raise NoLearningSignal(f"iter_0: {NO_SIGNAL_VERDICT} ({evidence}); recorded in {rd.run_json} learning_signal; "
                                f"to continue anyway: selfimprove baseline --run-dir {rd.root} --allow-no-signal")
     _note(quiet, f"warning: {NO_SIGNAL_VERDICT} ({evidence}); continuing because of --allow-no-signal: "
@@ -198,7 +204,7 @@ def find_canonical(ctx: RunContext, arm: ArmDir, explicit: str | None, quiet: bo
     else:
         context, _ = model_context(cfg.model)  # caps seq_len and the completion budget for a small student
         dialect.write_toml(frozen, dialect.canonical_from_hub_env(*dialect.env_api.real_env(hub, "train"), cfg.model, context=context))
-        _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} paths); generated {frozen} from hub_env.json")
+        _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} path{'' if len(tried) == 1 else 's'}); generated {frozen} from hub_env.json")
         origin = str(frozen)
     if cfg.canonical_config != origin:
         cfg = cfg.model_copy(update={"canonical_config": origin})  # where iter_0's config came from (the copy is what runs)
@@ -279,16 +285,7 @@ def note_budget_cuts(arm: ArmDir, quiet: bool) -> list[str]:
     if too_long:  # a row whose answer alone does not fit can never be solved: say so beside the cut
         _note_line(quiet, f"iter_0: {'; '.join(too_long)} (those rows cannot be answered in full; "
                           f"{arm.prime_out / 'completion_budget.json'})")
-    if not cuts:
-        return []
-    _note_line(quiet, f"iter_0: the engine cut the completion budget: {'; '.join(cuts)}; see {arm.eval_overlay}")
-    if arm.eval_overlay.is_file():
-        text = arm.eval_overlay.read_text(encoding="utf-8")
-        if "# In force:" not in text:
-            lines = "".join(f"# In force: {c}.\n" for c in cuts)
-            atomic_write_text(arm.eval_overlay, text.rstrip("\n") + "\n\n# The engine caps each budget by the room the "
-                              "longest prompt leaves (prime_out/completion_budget.json):\n" + lines)
-    return cuts
+    return note_budget_in_force(arm, arm.eval_overlay, quiet) if cuts else []
 
 
 # ---------------------------------------------------------------- 2A: --init-from

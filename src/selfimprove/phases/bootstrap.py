@@ -377,7 +377,8 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
 
     hub_id = opts.hub_id or f"primeintellect/{opts.dataset}"
     # Before anything is written: a prime-rl checkout that can't run this env fails here, with the fix.
-    stack = choose_stack(opts.stack, os.environ.get("PRIME_RL_DIR"), env_module_name(hub_id), env_python.path, engine)
+    stack = choose_stack(opts.stack, os.environ.get("PRIME_RL_DIR"), env_module_name(hub_id), env_python.path, engine,
+                         project=Path(env_path) if env_path else None)
     dialect = dialect_named(stack.stack)
     slurm = None
     if opts.slurm:

@@ -54,7 +54,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import Any, Callable
 
 from ..engines.jobs import watch_together
-from ..errors import SelfImproveError, UsageError
+from ..errors import PhaseOrderError, SelfImproveError, UsageError
 from ..gates.report import WeaknessReport, check_weakness_report
 from ..models import MAX_PARALLEL, MAX_SEEDS, IterRecord, Metrics, Phase4Error, RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json, seed_key, split_seed_key
@@ -65,7 +65,7 @@ from .arms import arm_seed, fresh_arm_config, recorded_seed, retrain_with_seed, 
 from .context import RunContext
 from .holdout import held_out_train_envs
 from .order import require_phase_order
-from .phase4_state import pick_best
+from .phase4_state import pick_best, reopen_advice, trained_seeds
 from .slurm_launch import on_slurm
 
 # pip installs of the arms' packages into one env Python, one at a time (pip has no lock of its own);
@@ -255,6 +255,30 @@ def check_parallel(parallel: int | None) -> None:
         raise UsageError(f"--parallel {parallel}: must be between 1 and {MAX_PARALLEL} (1 = one arm after another)")
 
 
+def check_keeps_records(ctx: RunContext, *, control: bool, seeds: int | None) -> None:
+    """Refuse, before anything is written, a compare that would rewrite what is already on record (issue 36).
+
+    A closed (finalized) run: a compare with no arm to train (the same, fewer --seeds, or --no-control) would
+    only rewrite run.json and metrics.json under a summary that describes them: exit 5, naming the compare
+    that reopens the run on purpose (more seeds). An open run: fewer --seeds than the arms already trained
+    would make run.json disagree with the records that stay: exit 2."""
+    rd, cfg = ctx.rd, ctx.cfg
+    metrics = rd.read_metrics()
+    have = trained_seeds(metrics)
+    if cfg.finalized() and cfg.ended_as() != "aborted":
+        best = pick_best(metrics.iters)
+        n = max(seeds if seeds is not None else cfg.seeds, 1)
+        units = compare_units(best.iter, control=control, seeds=n) if best is not None else []
+        if units and (seeds is None or seeds >= have) and any(metrics.get(key) is None for _a, _k, key in units):
+            return  # new arms: compare reopens the run, and the next finalize rewrites the summary
+        raise PhaseOrderError(f"{rd.run_json}: the run is closed (finalized; it ended: {cfg.ended_as()}) and this "
+                              f"compare has no arm to train: nothing changed; its summary is the '## Final summary' "
+                              f"of {rd.scratchpad}; {reopen_advice(rd, have)}")
+    if seeds is not None and seeds < have:
+        raise UsageError(f"--seeds {seeds}: this run already trained {have} training seeds per arm (metrics.json); "
+                         f"their records stay in the summary: use --seeds {have} or more, or leave --seeds out")
+
+
 def _reopen_for(ctx: RunContext, units: list[tuple[str, int, str]]) -> RunContext:
     """A finalized run that gets new Phase 4 arms (compare --seeds N after finalize) is open again until the
     next finalize, which rewrites its summary: status never calls it finished while arms are missing."""
@@ -271,7 +295,10 @@ def record_seeds(rd: RunDir, seeds: int | None) -> None:
     """`selfimprove run --seeds N`: record N before the loop starts, so a resumed run keeps it."""
     if seeds is not None:
         with rd.lock("run --seeds"):
-            _record_seeds(RunContext.load(rd), seeds)
+            ctx = RunContext.load(rd)
+            if ctx.cfg.end_ts is None:  # a closed run: `run --run-dir` refuses it with its own line
+                check_keeps_records(ctx, control=True, seeds=seeds)  # never fewer seeds than trained
+            _record_seeds(ctx, seeds)
 
 
 def default_parallel(cfg: RunConfig, rd: RunDir | None = None, pending: int = 1) -> int:
@@ -352,10 +379,13 @@ def compare(
     note = on_arm or (lambda _a, _e: None)
     check_parallel(parallel)
     check_seeds(seeds)
-    require_phase_order(RunContext.load(rd), "compare")
+    before = RunContext.load(rd)  # one read: the checks before the lock leave a refused run dir untouched
+    require_phase_order(before, "compare")
+    check_keeps_records(before, control=control, seeds=seeds)
     with rd.lock("compare"):
         ctx = RunContext.load(rd)
         require_phase_order(ctx, "compare")  # again under the lock: Phase 3 may have been running
+        check_keeps_records(ctx, control=control, seeds=seeds)
         best = pick_best(rd.read_metrics().iters)
         if best is None:
             raise SelfImproveError("no iteration >= 1 finished; there is no best dataset to compare (run iterate first)")
@@ -372,7 +402,9 @@ def compare(
         failures = _train_units(units, lambda u: _train_unit(ctx, u, best.iter, n_eval, note, job), n_parallel,
                                 progress=not quiet)
         errors = {key: err for (_a, _k, key), err in zip(units, failures) if err is not None}
-        metrics = _order_records(rd, [key for _a, _k, key in units])
+        # every compare arm on record, not only this call's (--no-control must not move run_c's records)
+        on_record = compare_units(best.iter, control=True, seeds=max(n_seeds, trained_seeds(rd.read_metrics())))
+        metrics = _order_records(rd, [key for _a, _k, key in on_record])
         done = {key: metrics.get(key).model_dump(mode="json") for _a, _k, key in units if key not in errors}
         members = {arm: [r.arm for r in seed_members(metrics, arm)]
                    for arm in (f"iter_{best.iter}", "run_a", "run_b", "run_c")}

@@ -51,6 +51,7 @@ reopens the run, and the next finalize replaces the "## Final summary".
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -218,8 +219,8 @@ def _no_signal(cfg: RunConfig) -> str | None:
     if signal and not signal.get("has_signal", True):
         return (f"{NO_SIGNAL_VERDICT} (iter_0: {signal.get('train_groups_with_spread')}/{signal.get('train_groups')} "
                 f"train prompt groups with any reward spread, mean group reward sd {signal.get('train_mean_group_reward_sd')}; "
-                "continued with --allow-no-signal, so no figure "
-                "below is evidence of learning)")
+                "continued with --allow-no-signal, so no figure of this run "
+                "is evidence of learning)")
     return None
 
 
@@ -302,24 +303,43 @@ def incomplete_message(result: dict[str, Any]) -> str | None:
             f"`{missing[0]['fix']}`, then re-run `selfimprove finalize --run-dir {result['run_dir']}`")
 
 
-def replace_final_summary(pad: str, summary: str) -> str:
-    """scratchpad.md with its "## Final summary" replaced by `summary` (appended when there is none).
+PARTIAL_HEADING = "## Partial summary"
 
-    A finalize after more seeds (compare --seeds N on a finalized run) must not leave the old
-    summary's provisional recommendation standing. What the teacher wrote under the old summary's
-    "What worked" line is carried over, not lost."""
-    start = 0 if pad.startswith(FINAL_HEADING) else pad.rfind(f"\n{FINAL_HEADING}") + 1
-    if start == 0 and not pad.startswith(FINAL_HEADING):  # no summary yet: append it
+
+def _summary_sections(pad: str) -> list[tuple[int, int]]:
+    """(start, end) of every "## Final summary" and "## Partial summary" section of the scratchpad, in order;
+    a section runs to the next "## " heading or the end."""
+    out = []
+    for m in re.finditer(rf"(?m)^(?:{re.escape(FINAL_HEADING)}|{re.escape(PARTIAL_HEADING)})\b", pad):
+        nxt = pad.find("\n## ", m.start() + 1)
+        out.append((m.start(), nxt + 1 if nxt >= 0 else len(pad)))
+    return out
+
+
+def replace_final_summary(pad: str, summary: str) -> str:
+    """scratchpad.md with its summary replaced by `summary` (appended when there is none).
+
+    One summary at a time (issue 36): every "## Final summary" and "## Partial summary" goes, and the new
+    one (final or partial) takes the first one's place. A finalize after more seeds must not leave the old
+    summary's provisional recommendation standing, nor an INCOMPLETE partial summary below a final one.
+    What the teacher wrote under an old summary's "What worked" line is carried over, not lost."""
+    sections = _summary_sections(pad)
+    if not sections:  # no summary yet: append it
         sep = "" if not pad or pad.endswith("\n\n") else ("\n" if pad.endswith("\n") else "\n\n")
         return pad + sep + summary
-    nxt = pad.find("\n## ", start + 1)
-    end = nxt + 1 if nxt >= 0 else len(pad)
-    old = pad[start:end]
-    teacher = old.split(WORKED_LINE, 1)[1].strip() if WORKED_LINE in old else ""
-    if teacher and teacher != WORKED_PLACEHOLDER:
-        summary = summary.replace(f"{WORKED_LINE} {WORKED_PLACEHOLDER}", f"{WORKED_LINE} {teacher}")
-    rest = pad[end:]
-    return pad[:start] + summary + ("\n" + rest if rest else "")
+    for start, end in reversed(sections):  # the teacher's latest words
+        old = pad[start:end]
+        teacher = old.split(WORKED_LINE, 1)[1].strip() if WORKED_LINE in old else ""
+        if teacher and teacher != WORKED_PLACEHOLDER:
+            summary = summary.replace(f"{WORKED_LINE} {WORKED_PLACEHOLDER}", f"{WORKED_LINE} {teacher}")
+            break
+    kept, pos = [], 0
+    for start, end in sections:
+        kept.append(pad[pos:start])
+        pos = end
+    first = sections[0][0]
+    before, after = pad[:first], "".join(kept[1:]) + pad[pos:]
+    return before + summary + ("\n" + after if after.strip() else "")
 
 
 def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, Any]:
@@ -338,10 +358,8 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
         fault_point("finalize")
         table = build_table(ctx)
         pad = rd.read_scratchpad()
-        if missing:
-            partial = _partial_scratchpad(rd, table, missing)
-            if _missing_line(missing) not in pad:  # once per set of missing arms
-                rd.append_scratchpad(partial)
+        if missing:  # the partial summary replaces any summary before it (a Final one would now be wrong)
+            atomic_write_text(rd.scratchpad, replace_final_summary(pad, _partial_scratchpad(rd, table, missing)))
         else:
             # The summary before the close: a kill in between re-runs finalize, which rewrites it.
             atomic_write_text(rd.scratchpad, replace_final_summary(pad, _final_scratchpad(rd, table, cfg.phase4_errors)))

@@ -33,7 +33,7 @@ from typing import Any
 
 from rich.markup import escape
 
-from ..errors import EnvNotFound, RunDirError, UsageError
+from ..errors import EnvNotFound, PhaseOrderError, UsageError
 from ..faults import fault_point
 from ..models import HubEnv, RunConfig
 from ..rundir import RunDir, atomic_write_text
@@ -197,8 +197,8 @@ def scratchpad_entry(h: HubEnv) -> str:
         f"- env: `{h.env_id}` (module `{h.module}`, source {h.source}, args `{json.dumps(h.env_args)}`)",
         f"- stack to mirror: {h.env_class} / {h.parser_class} {json.dumps(cfg)} / {h.rubric_class}: {funcs}{group}",
         f"- answer format: {fmt}",
-        f"- data: train {h.train_size if h.train_size is not None else 'none'} rows, "
-        f"eval {h.eval_size if h.eval_size is not None else 'none'} rows (eval rows sealed: count only)",
+        "- data: " + (f"train {h.train_size} rows, " if h.train_size is not None else "train size unknown, ")
+        + (f"eval {h.eval_size} rows (eval rows sealed: count only)" if h.eval_size is not None else "no eval split"),
         f"- evaluated on: {h.evaluated_rows or 'eval split'}",
         f"- warnings: {'; '.join(h.warnings) if h.warnings else 'none'}",
         *([f"- trained through {h.api}: taskset `{h.taskset['taskset_id']}` ({h.taskset['task_class']}: "
@@ -207,6 +207,19 @@ def scratchpad_entry(h: HubEnv) -> str:
         f"- details (full system prompt, 3 train rows): `{Path('hub_env.json')}`",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _refuse_unless_running(rd: RunDir, cfg: RunConfig, hub_id: str | None) -> bool:
+    """PhaseOrderError (exit 5, as every command gives a closed run) unless the run is running, or it is the one
+    abort a new --hub-id undoes: Phase 1's own "not found" (nothing else ran yet). Returns whether it is that one."""
+    missing_hub_env = cfg.status == "aborted" and cfg.reason == f"hub env {cfg.hub_id} not found"
+    if cfg.status != "running" and not (hub_id is not None and hub_id != cfg.hub_id and missing_hub_env):
+        why = f" ({cfg.reason})" if cfg.reason else ""
+        mend = (f" or name the right env: selfimprove introspect --run-dir {rd.root} --hub-id owner/name"
+                if missing_hub_env else "")
+        raise PhaseOrderError(f"{rd.run_json}: the run is {cfg.status}{why}; introspect runs only on a running run "
+                              f"(start a new one with `selfimprove bootstrap`{mend})")
+    return missing_hub_env
 
 
 def introspect(
@@ -221,20 +234,12 @@ def introspect(
     that Phase 1 aborted because the old id was not on the hub (the name given to bootstrap was
     not a hub id), so that run dir is mended rather than a dead end."""
     rd.require()
+    _refuse_unless_running(rd, rd.read_run(), hub_id)  # before the lock: a refusal leaves the run dir untouched
     with rd.lock("introspect"):
         cfg = rd.read_run()
         new_hub = hub_id is not None and hub_id != cfg.hub_id
         new_args = env_args is not None and env_args != cfg.env_args
-        # The one abort a new --hub-id undoes: Phase 1's own "not found" (nothing else ran yet)
-        missing_hub_env = cfg.status == "aborted" and cfg.reason == f"hub env {cfg.hub_id} not found"
-        if cfg.status != "running" and not (new_hub and missing_hub_env):
-            why = f" ({cfg.reason})" if cfg.reason else ""
-            mend = (f" or name the right env: selfimprove introspect --run-dir {rd.root} --hub-id owner/name"
-                    if missing_hub_env else "")
-            raise RunDirError(
-                f"run {rd.root} is {cfg.status}{why}; introspect runs only on a running run "
-                f"(start a new one with `selfimprove bootstrap`{mend})"
-            )
+        missing_hub_env = _refuse_unless_running(rd, cfg, hub_id)
         for flag, field_name, changed in (("--hub-id", "hub_id", new_hub), ("--env-args", "env_args", new_args)):
             if changed:
                 _refuse_once_baseline_started(rd, flag, field_name)
@@ -249,6 +254,9 @@ def introspect(
         python = env_python_of(cfg)
         phase_line("start", "introspect")
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)
+        if recorded_path and recorded_path != cfg.env_path:  # installed: recorded now, so a failure below loses nothing
+            cfg.env_path = recorded_path
+            rd.write_run(cfg)
 
         console.print(f"  loading {cfg.hub_id} in a fresh Python ({python}) ...", highlight=False, markup=False, soft_wrap=True)
         # through the API the run's engine loads the env with: the classic probe (load_environment), or
@@ -287,9 +295,6 @@ def introspect(
             console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False, soft_wrap=True)
 
         _upsert_scratchpad(rd, scratchpad_entry(hub))
-        if recorded_path and recorded_path != cfg.env_path:
-            cfg.env_path = recorded_path
-            rd.write_run(cfg)
         fault_point("introspect")
         rd.write_hub_env(hub)  # last: its presence marks Phase 1 done
         phase_line("done", "introspect")

@@ -42,7 +42,7 @@ from .knobs import KNOBS_FILE, knobs_in_force
 from .context import RunContext
 from .evals import abort_run_on_unparseable_eval, record_summary
 from .order import require_phase_order
-from .signal import NO_SIGNAL_VERDICT
+from .signal import NO_SIGNAL_VERDICT, not_a_result
 
 StopKind = Literal["teacher", "ended", "iteration_done"]
 
@@ -105,7 +105,20 @@ def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
     fault_point("phase3-end")
     cfg.status, cfg.reason = status, reason
     rd.write_run(cfg)
-    return IterateResult("ended", n, f"Phase 3 ended: {status} ({reason}); next: selfimprove compare --run-dir {rd.root}")
+    return IterateResult("ended", n, f"Phase 3 ended: {status} ({reason}){_last_score(rd, cfg, n - 1)}; "
+                                     f"next: selfimprove compare --run-dir {rd.root}")
+
+
+def _last_score(rd: RunDir, cfg: RunConfig, last: int) -> str:
+    """"; iter_2 eval_acc 0.610 [95% CI 0.52, 0.69] (n=100 examples, split: eval)" for the last iteration, with NOT A RESULT on a
+    run that went on without a learning signal (issue 36: the end line said neither)."""
+    rec = rd.read_metrics().get(f"iter_{last}") if last >= 1 else None
+    if rec is None:
+        return ""
+    lo, hi = rec.acc_ci95
+    warn = not_a_result(cfg.learning_signal)
+    return (f"; iter_{last} eval_acc {rec.eval_acc:.3f} [95% CI {lo:.2f}, {hi:.2f}] (n={rec.n_eval} examples, split: {rec.eval_split})"
+            + (f" [{warn}]" if warn else ""))
 
 
 def iterate(
@@ -211,6 +224,12 @@ def run_one_iteration(
     if not it.eval_summary.is_file():
         note(n, "stage + train")
         f = steps.iter0_final_step(rd)
+        if not restart and steps.launch_is_stale(it):
+            restart = True  # the failed job trained the previous dataset: this one launches afresh
+            if not quiet:
+                console.print(f"iter_{n}: the last launch failed on the previous dataset; the new one is "
+                              "packaged, so training starts afresh (its output is kept as prime_out.failed-*)",
+                              highlight=False)
         with abort_run_on_unparseable_eval(ctx, it.name):
             steps.train_resumed_arm(
                 ctx, it, train_envs=[{"id": package}], resume_step=f, restart=restart, resume=resume,

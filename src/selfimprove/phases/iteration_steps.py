@@ -34,10 +34,11 @@ from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_
 from ..ui import console
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
                                  package_name, provenance_mismatch)
-from ..engines.jobs import last_lines
+from ..engines.jobs import job_state, last_lines, read_job
 from .analyze import weakness_line
 from .arms import stage, teacher_overrides, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .context import RunContext
+from .student_fit import fits_student_gate
 from .record import RESULTS_MARKER, RESULTS_PLACEHOLDER, record_iteration  # noqa: F401
 
 _read_json = read_json_object  # a missing, damaged or non-object record means "step not done"
@@ -271,6 +272,8 @@ def dataset_gate(ctx: RunContext, it: ArmDir, n: int, report: WeaknessReport) ->
     reports.append(check_eval_overlap(rows, eval_index(ctx)))
     reports.append(check_failure_provenance(rows, load_dataset_jsonl(it.dir / "failures.jsonl")[0]))
     reports.append(check_diversity(rows, report.fixed_axes))
+    if (fit := fits_student_gate(ctx, it, rows)) is not None:
+        reports.append(fit)
     by_file: dict[str, list] = {}
     for reward in report.custom_rewards:  # each declared reward is linted in the file it names
         by_file.setdefault(reward.source_file or "rewards.py", []).append(reward)
@@ -384,6 +387,20 @@ def ensure_package(ctx: RunContext, it: ArmDir, name: str, report: WeaknessRepor
 
 
 # ---------------------------------------------------------------- 7. stage
+
+
+def launch_is_stale(it: ArmDir) -> bool:
+    """The arm's last training job failed, and was launched before its package was last (re)built: it
+    trained data the teacher has since replaced, so its failure is not this data's. The next launch starts
+    afresh, as --restart would (issue 36: a fixed generator met the old launch failure until --restart)."""
+    package_json = it.dir / "package.json"
+    try:
+        rec = read_job(it)
+        if rec is None or not package_json.is_file() or job_state(it) != "crashed":
+            return False
+        return rec.start_ts < package_json.stat().st_mtime
+    except (OSError, SelfImproveError):  # unreadable job.json, another host: the job runner names it
+        return False
 
 
 def iter0_final_step(rd: RunDir) -> int:

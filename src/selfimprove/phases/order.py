@@ -25,7 +25,8 @@ from typing import Literal
 from ..errors import PhaseOrderError
 from ..rundir import RunDir
 from .context import RunContext
-from .phase4_state import missing_phase4_arms
+from .phase4_state import missing_phase4_arms, reopen_advice, trained_seeds
+from .signal import signal_state
 
 Phase = Literal["introspect", "baseline", "iterate", "compare", "finalize"]
 
@@ -55,14 +56,13 @@ def require_phase_order(ctx: RunContext, phase: Phase) -> None:
     if phase in REFUSED_WHEN_CLOSED and cfg.end_ts is not None:
         raise PhaseOrderError(
             f"{rd.run_json}: the run is closed (finalized; it ended: {cfg.ended_as()}); `{phase}` would change a "
-            f"finished run; start a new run with `selfimprove bootstrap {cfg.dataset} --init-from {root}` to reuse "
-            f"its best checkpoint as iter_0 (or without --init-from to start afresh)"
+            f"finished run; start a new run with `selfimprove bootstrap {cfg.dataset} --init-from {root}` to start "
+            f"from its iter_0 checkpoint (or without --init-from to start afresh)"
         )
     if phase == "finalize" and cfg.finalized() and not _phase4_missing(rd, cfg):
         raise PhaseOrderError(
             f"{rd.run_json}: the run is already finalized (it ended: {cfg.ended_as()}); nothing changed; its summary "
-            f"is the '## Final summary' of {rd.scratchpad} (more training seeds: `selfimprove compare --run-dir "
-            f"{root} --seeds {max(3, cfg.seeds + 1)}`, then finalize again)"
+            f"is the '## Final summary' of {rd.scratchpad}; {reopen_advice(rd, trained_seeds(rd.read_metrics()))}"
         )
     if phase == "finalize" and cfg.ended_as() == "aborted":
         return  # an aborted run is summarised with whatever it has
@@ -77,6 +77,13 @@ def require_phase_order(ctx: RunContext, phase: Phase) -> None:
             f"`selfimprove {first} --run-dir {root}`" + (" then baseline" if first == "introspect" else "")
         )
     if phase == "compare" and cfg.status == "running":
+        if signal_state(cfg.learning_signal) == "none":  # iterate refuses too (exit 4): name the way out, no loop
+            raise PhaseOrderError(
+                f"{rd.run_json}: status is still 'running' and Phase 3 never started: baseline stopped because iter_0 "
+                f"gets no reward signal (learning_signal); Phase 4 compares iterations, so there is nothing to compare: "
+                f"start a new run with a stronger student or another env, or on request only "
+                f"`selfimprove baseline --run-dir {root} --allow-no-signal` (then nothing is a result)"
+            )
         raise PhaseOrderError(
             f"{rd.run_json}: status is still 'running'; Phase 4 starts after Phase 3 ends "
             f"(re-run `selfimprove iterate --run-dir {root}` until the budget or max_iters gate fires)"

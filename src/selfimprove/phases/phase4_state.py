@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..models import IterRecord, RunConfig
+from ..models import MAX_SEEDS, IterRecord, Metrics, RunConfig
 from ..rundir import RunDir, seed_key, split_seed_key
 
 
@@ -73,3 +73,18 @@ def missing_phase4_arms(rd: RunDir, cfg: RunConfig) -> list[dict[str, Any]]:
                + (" --restart" if failed else ""))
         out.append({"arm": arm, "why": why, "failed": failed, "fix": fix})
     return out
+
+
+def trained_seeds(metrics: Metrics) -> int:
+    """How many training seeds Phase 4 has already trained (1 + the highest replicate index in metrics.json)."""
+    indices = [split_seed_key(r.arm)[1] for r in metrics.iters if r.replicate_of or split_seed_key(r.arm)[1]]
+    return 1 + max(indices, default=0)
+
+
+def reopen_advice(rd: RunDir, have: int) -> str:
+    """How to reopen a closed run on purpose: more training seeds (a compare that trains, then finalize)."""
+    more = max(3, have + 1)
+    if more > MAX_SEEDS:
+        return f"it has the most training seeds compare trains ({MAX_SEEDS}): start a new run to measure more"
+    return (f"to reopen it on purpose with more training seeds: `selfimprove compare --run-dir {rd.root} "
+            f"--seeds {more}`, then `selfimprove finalize --run-dir {rd.root}`")

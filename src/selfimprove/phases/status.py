@@ -48,12 +48,40 @@ def next_step(ctx: RunContext) -> tuple[str, str]:
                             f"student or another env (a new run: `selfimprove bootstrap`), or on request only: "
                             f"`selfimprove baseline --run-dir {root} --allow-no-signal` (then nothing is a result)")
     if cfg.status == "running":
+        if failed := failed_iteration_job(rd):  # the failure and its fix while it stands, not a bare "iterate"
+            return "iterate", failed
         done = [i for i in rd.iter_indices() if i > 0 and (rd.iter(i).dir / "record.json").exists()]
         return ("iterate" if done else "baseline"), f"selfimprove iterate --run-dir {root}"
     arms_done = {r.arm for r in rd.read_metrics().iters}
     if not rd.best_iter_json.exists() or not phase4_arms(rd, cfg, arms_done) <= arms_done:
         return "iterate", f"selfimprove compare --run-dir {root}"
     return "compare", f"selfimprove finalize --run-dir {root}"
+
+
+def failed_iteration_job(rd: RunDir) -> str | None:
+    """What to do about the current iteration's failed training job (its job.json says it crashed before its
+    final eval), in one line: the failure's first line and the fix; None when there is no such job."""
+    from ..engines.jobs import describe_crash, job_state, read_job
+    from ..errors import SelfImproveError
+    from .iteration_steps import launch_is_stale
+
+    n = max((i for i in rd.iter_indices() if i > 0), default=None)
+    if n is None:
+        return None
+    it = rd.iter(n)
+    try:
+        rec = read_job(it)
+        if rec is None or it.eval_summary.is_file() or job_state(it) != "crashed":
+            return None
+        failure = describe_crash(it, rec).splitlines()[0]
+    except (OSError, SelfImproveError):
+        return None
+    if launch_is_stale(it):
+        return (f"`selfimprove iterate --run-dir {rd.root}`: it launches iter_{n} afresh on the regenerated "
+                f"dataset (the failed launch trained the previous one: {failure})")
+    return (f"iter_{n}'s training job failed: {failure}; fix that (for data the engine refused: gen_dataset.py, "
+            f"then `selfimprove iterate --run-dir {rd.root}` regenerates and launches afresh), or re-run "
+            f"`selfimprove iterate --run-dir {rd.root} --restart` to train it again as it is")
 
 
 def budget_clock(cfg: RunConfig) -> tuple[str, float | None]:

@@ -23,7 +23,7 @@ import torch
 from ..errors import ConfigError
 from ..rundir import atomic_write_text
 from ..stack.toml_paths import CONFIG_ERROR
-from ..student_limits import BUDGET_FILE
+from ..student_limits import BUDGET_FILE, chat_prompt_lengths
 from .checkpoint import (Layout, check_output_dir, load_orchestrator, load_trainer, prune, prune_broadcasts,
                          save_broadcast, save_orchestrator, save_trainer, save_weights, write_jsonl)
 from .episodes import episode_rows, write_episodes
@@ -90,8 +90,7 @@ def longest_prompt(tok, specs: list[EnvSpec]) -> tuple[int, str]:
     for s in specs:
         if not s.rows:
             continue
-        texts = tok.apply_chat_template([r["prompt"] for r in s.rows], tokenize=False, add_generation_prompt=True)
-        n = max(len(ids) for ids in tok(texts, add_special_tokens=False)["input_ids"])
+        n = max(chat_prompt_lengths(tok, [r["prompt"] for r in s.rows]))  # the dataset gate counts the same way
         if n > best:
             best, where = n, s.name
     return best, where

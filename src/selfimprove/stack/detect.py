@@ -137,8 +137,22 @@ def _origin(module: str, python: str | None) -> str | None:
     return lines[-1] if proc.returncode == 0 and lines and lines[-1] else None
 
 
-def _source(module: str, python: str | None = None) -> str | None:
-    """A module's source text, found without importing it (None when `python` cannot import it)."""
+def _project_source(module: str, project: Path) -> str | None:
+    """A module's source text inside an env project (`--env-path`) not installed yet: the layouts a
+    pyproject.toml build finds (flat or src/, a module file or a package)."""
+    for base in (project, project / "src"):
+        for candidate in (base / f"{module}.py", base / module / "__init__.py"):
+            if candidate.is_file():
+                return candidate.read_text(encoding="utf-8", errors="replace")
+    return None
+
+
+def _source(module: str, python: str | None = None, project: Path | None = None) -> str | None:
+    """A module's source text, found without importing it (None when `python` cannot import it). With
+    `project` (an --env-path project), its own files first: the env's API is then known before the install,
+    as for an importable env (issue 36: --stack seed with a Taskset-only --env-path env was accepted)."""
+    if project is not None and (text := _project_source(module, project)) is not None:
+        return text
     origin = _origin(module, python)
     if not origin or not origin.endswith(".py"):
         return None
@@ -149,17 +163,17 @@ def _defines_taskset(text: str) -> bool:
     return bool(re.search(r"class\s+\w+\s*\([^)]*Taskset[^)]*\)", text) or re.search(r"\bTaskset\s*\(", text))
 
 
-def has_v1_wrapper(module: str, python: str | None = None) -> bool:
+def has_v1_wrapper(module: str, python: str | None = None, project: Path | None = None) -> bool:
     """True when `<module>_v1` names a Taskset (a classic env that also ships as a v1 taskset, like
     selfimprove_arith beside selfimprove_arith_v1). That module may only re-export the Taskset, so
     its source counts when it defines one or imports one from the env's package."""
-    text = _source(companion_id(module), python)
+    text = _source(companion_id(module), python, project)
     return text is not None and (_defines_taskset(text) or re.search(r"Taskset\b", text) is not None)
 
 
-def env_api(module: str, python: str | None = None) -> tuple[str | None, str]:
+def env_api(module: str, python: str | None = None, project: Path | None = None) -> tuple[str | None, str]:
     """(stack or None, what was seen) for an env module, from its source text, without importing it."""
-    text = _source(module, python)
+    text = _source(module, python, project)
     if text is None:
         return None, f"env module '{module}' is not importable here"
     if _defines_taskset(text):
@@ -170,7 +184,7 @@ def env_api(module: str, python: str | None = None) -> tuple[str | None, str]:
 
 
 def choose_stack(explicit: str | None, prime_rl_dir: str | None, env_module: str | None,
-                 python: str | None = None, engine: str = "prime-rl") -> Detected:
+                 python: str | None = None, engine: str = "prime-rl", project: Path | None = None) -> Detected:
     """The run's dialect: --stack wins; else prime-rl's checkout; else the env's API (as the env
     interpreter `python` finds it; this one when None); else seed.
 
@@ -181,11 +195,11 @@ def choose_stack(explicit: str | None, prime_rl_dir: str | None, env_module: str
     if explicit is not None and explicit not in (SEED, V1):
         raise UsageError(f"--stack {explicit}: use 'seed' (prime-rl < 0.8, classic envs) or 'v1' (prime-rl >= 0.8, verifiers v1 Tasksets)")
     prime, prime_seen = prime_rl_stack(prime_rl_dir)
-    env, env_seen = env_api(env_module, python) if env_module else (None, "no env module")
+    env, env_seen = env_api(env_module, python, project) if env_module else (None, "no env module")
     if explicit:
-        check_explicit(explicit, engine, prime, prime_seen, env, env_seen, env_module, python)
+        check_explicit(explicit, engine, prime, prime_seen, env, env_seen, env_module, python, project)
         return Detected(explicit, f"--stack {explicit} ({prime_seen}; {env_seen})")
-    if prime == V1 and env == SEED and has_v1_wrapper(env_module, python):  # the classic env's v1 Taskset is what runs
+    if prime == V1 and env == SEED and has_v1_wrapper(env_module, python, project):  # the classic env's v1 Taskset is what runs
         return Detected(V1, f"{prime_seen}; {env_seen}, and a v1 Taskset in '{companion_id(env_module)}'")
     if prime and env and prime != env:
         raise ConfigError(mismatch(prime, env, prime_seen, env_seen))
@@ -201,24 +215,24 @@ PRIME_RL_OF = {SEED: "a prime-rl < 0.8 checkout (09e297743)", V1: "a prime-rl >=
 
 
 def check_explicit(explicit: str, engine: str, prime: str | None, prime_seen: str, env: str | None, env_seen: str,
-                   env_module: str | None, python: str | None) -> None:
+                   env_module: str | None, python: str | None, project: Path | None = None) -> None:
     """--stack is an override, not a way past the evidence: refuse (one line, the fix) a dialect that
     the prime-rl checkout the job will run cannot speak, or that cannot load the env."""
     other = V1 if explicit == SEED else SEED
     if engine == "prime-rl" and prime is not None and prime != explicit:
         raise UsageError(f"--stack {explicit}: {prime_seen} speaks the {prime} dialect; use --stack {prime} "
                          f"(or drop --stack), or point PRIME_RL_DIR at {PRIME_RL_OF[explicit]}")
-    if explicit == V1 and env == SEED and not has_v1_wrapper(env_module, python):  # type: ignore[arg-type]
+    if explicit == V1 and env == SEED and not has_v1_wrapper(env_module, python, project):  # type: ignore[arg-type]
         raise UsageError(f"--stack v1: {env_seen} and no v1 Taskset (none in '{companion_id(env_module)}' either), and the v1 "
                          "dialect loads only verifiers v1 Tasksets; use --stack seed (or drop --stack), or wrap the "
                          "env as a v1 Taskset (see selfimprove_arith_v1)")
-    if explicit == SEED and env == V1 and not has_load_environment(env_module, python):  # type: ignore[arg-type]
+    if explicit == SEED and env == V1 and not has_load_environment(env_module, python, project):  # type: ignore[arg-type]
         raise UsageError(f"--stack seed: {env_seen} and no load_environment, and the seed dialect loads only classic "
                          f"envs; use --stack {other} (or drop --stack), or give the env a load_environment")
 
 
-def has_load_environment(module: str, python: str | None = None) -> bool:
-    text = _source(module, python)
+def has_load_environment(module: str, python: str | None = None, project: Path | None = None) -> bool:
+    text = _source(module, python, project)
     return text is not None and re.search(r"^def\s+load_environment\s*\(", text, re.M) is not None
 
 
