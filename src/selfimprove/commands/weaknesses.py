@@ -163,5 +163,9 @@ def command(
     weakness = {"iteration": n, (source or "real"): real}
     if source is None and n >= 2:
         weakness["previous"] = load_stats(rd, n, "previous", group_by)
-    print(full_summary(weakness, max_groups=top))
+    text = full_summary(weakness, max_groups=top)
+    if real.get("past_the_end"):  # a run whose Phase 3 is over has no iter_N after its last one
+        text = text.replace(f"## Weakness summary of iter_{n}", "## Weakness summary after the last iteration "
+                            f"(iter_{n} was never trained: the run's Phase 3 is over)", 1)
+    print(text)
     sys.stdout.flush()
