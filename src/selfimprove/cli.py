@@ -8,7 +8,7 @@ import sys
 
 import typer
 
-from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, run, status, student, weaknesses
+from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, report, run, status, student, weaknesses
 from .commands import skill
 
 app = typer.Typer(
@@ -40,6 +40,7 @@ app.command("baseline")(baseline.command)
 app.command("iterate")(iterate.command)
 app.command("compare")(compare.command)
 app.command("finalize")(finalize.command)
+app.command("report")(report.command)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run.command)
 app.command("status")(status.command)
 app.command("weaknesses")(weaknesses.command)
