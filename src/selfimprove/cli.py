@@ -10,6 +10,7 @@ import typer
 
 from .commands import baseline, bootstrap, compare, finalize, introspect, iterate, note, report, run, status, student, weaknesses
 from .commands import skill
+from .commands._help import plain_help
 
 app = typer.Typer(
     name="selfimprove",
@@ -47,6 +48,7 @@ app.command("weaknesses")(weaknesses.command)
 app.command("note")(note.command)
 app.add_typer(student.app, name="student")
 app.add_typer(skill.app, name="skill")
+plain_help(app)  # help strings render whole: a bracketed word like [llm] is text, not rich markup
 
 
 def main() -> None:
