@@ -17,7 +17,7 @@ BUDGET ?= 60m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup lock demo demo-record test test-quick test-latest test-faults bench student docs docs-reference docs-serve clean
+.PHONY: setup lock demo demo-record test test-quick test-latest test-faults test-deps-browser bench student docs docs-reference docs-serve clean
 
 setup: $(VENV)/.installed
 
@@ -71,8 +71,19 @@ demo-record: setup
 TEST_WORKERS ?= 2
 PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 
-test: setup
+test: setup test-deps-browser
 	$(PYTEST)
+
+# The report page's browser test (tests/test_report_page.py) opens report.html in headless Chromium:
+# Debian's `chromium`, installed here when missing and we are root with apt-get (CI: a fresh machine).
+# Anywhere else this says so in one line and the browser tests skip.
+test-deps-browser:
+	@if command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium for the report page's browser test (apt-get)"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+			|| echo "chromium could not be installed: the browser tests will skip"; \
+	else echo "chromium not installed (needs root and apt-get): the browser tests will skip"; fi
 
 test-quick: setup
 	$(PYTEST) -m "not slow"

@@ -36,15 +36,23 @@ def _through_iter1(rd: RunDir) -> None:
 
 @pytest.fixture(scope="module")
 def report_runs(baseline_run: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, RunDir]:
-    """{"finished": ..., "iter1": ...}: made once per module (about 10 s with the fake engine)."""
+    """{"finished": ..., "iter1": ...}: made once per module with the fake engine (iter_1, then a copy
+    of that run goes on through compare and finalize)."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SELFIMPROVE_RL_CMD", f"{sys.executable} {FAKE}")
         mp.setenv("FAKE_RL_STEP_S", "0.001")
         mp.setenv("FAKE_RL_CANARY", CANARY)
-        finished = _copy(baseline_run, tmp_path_factory.mktemp("report_finished"))
-        _through_iter1(finished)
-        compare(finished, quiet=True)
-        finalize(finished, plot=False, wandb=False)
         stopped = _copy(baseline_run, tmp_path_factory.mktemp("report_iter1"))
         _through_iter1(stopped)
+        finished = _copy(stopped.root, tmp_path_factory.mktemp("report_finished"))
+        compare(finished, quiet=True)
+        finalize(finished, plot=False, wandb=False)
     return {"finished": finished, "iter1": stopped}
+
+
+@pytest.fixture(scope="module")
+def report_tables(report_runs: dict[str, RunDir]) -> dict[str, dict]:
+    """finalize's table of each run, computed once (the paired bootstrap takes seconds on 1000 examples)."""
+    from selfimprove.phases.finalize import report_table
+
+    return {kind: report_table(rd) for kind, rd in report_runs.items()}
