@@ -82,6 +82,27 @@ def test_a_bootstrapped_run_gets_a_page_that_says_introspect_is_next(new_run) ->
     assert "introspect has not run" in html and "No arm has been evaluated yet" in html
 
 
+def test_an_iteration_waiting_for_the_teacher_then_failing_a_gate(run) -> None:
+    """iter_1 at the teacher stop: the page says so and shows no skeleton buckets; after a generator that
+    breaks a dataset rule, it shows the teacher's buckets and the failed gate with its rule."""
+    from selfimprove.errors import GateFailed, TeacherActionNeeded
+    from selfimprove.phases.iterate import iterate
+
+    from loop_helpers import write_teacher_files
+
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True)
+    html = write_report(run, report_table(run)).read_text()
+    assert "iter_1: waiting for the teacher" in html and "has not submitted weakness_report.md" in html
+    assert 'class="buckets"' not in html
+    write_teacher_files(run.iter(1).dir, break_rules=("hard",))
+    with pytest.raises(GateFailed):
+        iterate(run, quiet=True)
+    html = write_report(run, report_table(run)).read_text()
+    assert "iter_1: stopped: the dataset gate failed" in html and 'class="buckets"' in html
+    assert "dataset gate: <span class=\"fail\">failed</span>" in html and "[seed_hard]" in html
+
+
 # ---------------------------------------------------------------- in a real browser
 
 def _need_chromium() -> None:

@@ -49,16 +49,19 @@ def _gate(record: dict | None) -> dict[str, Any] | None:
             "checks": sorted((record.get("stats") or {}).keys())}
 
 
-def _buckets(it_dir) -> dict[str, Any]:
+def _buckets(it_dir, report_gate: dict | None) -> dict[str, Any]:
+    """The buckets of weakness_report.md's front matter once the teacher submitted it to the report gate
+    (before that the file is the tool's skeleton, its placeholders no plan)."""
     path = it_dir / "weakness_report.md"
-    if not path.is_file():
-        return {"buckets": [], "note": "no weakness_report.md yet"}
+    if not path.is_file() or report_gate is None:
+        return {"buckets": [], "note": "the teacher has not submitted weakness_report.md yet"}
     parsed = parse_weakness_report(path)
     if not hasattr(parsed, "buckets"):  # a GateReport: the front matter does not parse or validate
         return {"buckets": [], "note": "weakness_report.md's front matter is not valid yet (see report_gate.json)"}
     severity = {d.label: d.severity for d in parsed.domains}
     return {"buckets": [{"domain": b.domain, "sub_domain": b.sub_domain, "rows": b.rows,
-                         "severity": severity.get(b.domain)} for b in parsed.buckets], "note": None}
+                         "severity": severity.get(b.domain)} for b in parsed.buckets],
+            "note": None if report_gate.get("passed") else "a draft: it failed the report gate"}
 
 
 def _llm_exchanges(it_dir) -> dict[str, Any] | None:
@@ -80,6 +83,7 @@ def iteration_parts(rd: RunDir, cfg: RunConfig, metrics: Metrics) -> list[dict[s
         record = read_json_object(it_dir / "record.json")
         generated = read_json_object(it_dir / "generate.json") or {}
         rec = metrics.get(f"iter_{n}")
+        report_gate = read_json_object(it_dir / "report_gate.json")
         out.append({
             "n": n, "stage": _stage(it_dir, record is not None),
             "eval_acc": rec.eval_acc if rec else None, "acc_ci95": list(rec.acc_ci95) if rec else None,
@@ -87,8 +91,8 @@ def iteration_parts(rd: RunDir, cfg: RunConfig, metrics: Metrics) -> list[dict[s
             "verdict": (record or {}).get("verdict"), "delta_vs_prev": (record or {}).get("delta_vs_prev"),
             "vs_iter0": (record or {}).get("vs_iter0"),
             "rows": generated.get("rows"), "rows_dropped_eval_overlap": generated.get("rows_dropped_eval_overlap"),
-            **_buckets(it_dir),
-            "report_gate": _gate(read_json_object(it_dir / "report_gate.json")),
+            **_buckets(it_dir, report_gate),
+            "report_gate": _gate(report_gate),
             "dataset_gate": _gate(read_json_object(it_dir / "gate_report.json")),
             "llm": _llm_exchanges(it_dir),
             "teacher_tokens": cfg.teacher_tokens.get(f"iter_{n}"),

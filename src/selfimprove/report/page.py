@@ -229,8 +229,9 @@ def _iterations(data: dict) -> str:
             if it["rows_dropped_eval_overlap"] else ""))
         buckets = "".join(f"<tr><td>{_e(b['domain'])}</td><td>{_e(b['severity'])}</td><td>{_e(b['sub_domain'])}</td>"
                           f"<td class=\"num\">{b['rows']}</td></tr>" for b in it["buckets"])
+        note = f"<p class=\"muted\">{_e(it['note'])}</p>" if it["note"] else ""
         bucket_html = (f"<table class=\"buckets\"><tr><th>domain</th><th>severity</th><th>failure mode</th><th>target rows</th></tr>"
-                       f"{buckets}</table>" if buckets else f"<p class=\"muted\">{_e(it['note'])}</p>")
+                       f"{buckets}</table>" if buckets else "") + note
         llm = it["llm"]
         teacher = ("the teacher's replies are not recorded (a file or agent teacher): a gate it failed and then "
                    "passed leaves only the last gate report" if llm is None else
