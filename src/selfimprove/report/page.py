@@ -36,6 +36,7 @@ h3{font-size:16px;margin:20px 0 6px}.sub{color:#5b6474;margin:0 0 16px}.muted{co
 .rec{margin:10px 0 0}.rec code{word-break:break-all}
 table{border-collapse:collapse;margin:8px 0;font-size:14px}th,td{padding:4px 10px;border-bottom:1px solid #e3e6eb;text-align:left}
 th{background:#f1f3f6;font-weight:600}td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+#summary-table{width:100%}#summary-table td code{word-break:break-all}
 tr.best td{background:#eef8f0;font-weight:600}code{font-size:13px;background:#f1f3f6;padding:0 3px;border-radius:3px}
 ul.tests{font-size:13px;color:#2c3340}.charts{display:flex;flex-wrap:wrap;gap:14px}
 figure{margin:0;border:1px solid #e3e6eb;border-radius:6px;padding:6px}figcaption{font-size:13px;color:#5b6474;max-width:450px}
