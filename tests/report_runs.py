@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
+from selfimprove.cli import app
 from selfimprove.errors import TeacherActionNeeded
 from selfimprove.phases.compare import compare
-from selfimprove.phases.finalize import finalize
 from selfimprove.phases.iterate import iterate
 from selfimprove.rundir import RunDir
 
@@ -46,7 +47,9 @@ def report_runs(baseline_run: Path, tmp_path_factory: pytest.TempPathFactory) ->
         _through_iter1(stopped)
         finished = _copy(stopped.root, tmp_path_factory.mktemp("report_finished"))
         compare(finished, quiet=True)
-        finalize(finished, plot=False, wandb=False)
+        res = CliRunner().invoke(app, ["finalize", "--run-dir", str(finished.root), "--no-plot", "--no-wandb"])
+        assert res.exit_code == 0, res.output
+        (finished.root / "finalize.out").write_text(res.stdout)  # what finalize printed, for the tests
     return {"finished": finished, "iter1": stopped}
 
 

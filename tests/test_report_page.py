@@ -39,7 +39,9 @@ def pages(report_runs, report_tables) -> dict[str, Path]:
 
 
 def test_finalize_wrote_the_report_of_the_finished_run(report_runs, report_tables) -> None:
-    html = report_runs["finished"].report_html.read_text()  # finalize wrote it
+    rd = report_runs["finished"]
+    assert f"report: {rd.report_html}" in (rd.root / "finalize.out").read_text().splitlines()  # and printed its path
+    html = rd.report_html.read_text()
     table = report_tables["finished"]
     assert table["verdict"]["sentence"][1:] in html and "Recommended checkpoint" in html
     for arm in arms(table):
@@ -54,6 +56,8 @@ def test_the_report_command_writes_the_page_and_prints_its_path(report_runs, cli
     assert res.stdout.strip() == f"report: {tmp_path / 'r.html'}"
     assert "No verdict yet" in (tmp_path / "r.html").read_text()
     assert not (rd.root / "report.html").exists()  # --out: nothing else written
+    res = cli("report", "--run-dir", rd.root, "--out", tmp_path / "no-such-dir" / "r.html")
+    assert res.exit_code == 2 and "--out" in res.stderr and "does not exist" in res.stderr
 
 
 @pytest.mark.parametrize("kind", ["finished", "iter1"])

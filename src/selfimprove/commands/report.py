@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import UsageError
 from ..phases.finalize import report_table
 from ..report.page import write_report
 from ..rundir import RunDir
@@ -37,5 +38,8 @@ def command(
         selfimprove report --run-dir $RUN_DIR --out /tmp/report.html
     """
     rd = RunDir(run_dir).require()
-    path = write_report(rd, report_table(rd), out_file)
+    if out_file is not None and not out_file.expanduser().resolve().parent.is_dir():
+        raise UsageError(f"--out {out_file}: its directory {out_file.expanduser().resolve().parent} does not exist; "
+                         "create it or name a file in an existing directory")
+    path = write_report(rd, report_table(rd), out_file.expanduser() if out_file else None)
     out.print(f"report: {path}", markup=False, highlight=False)
