@@ -105,6 +105,15 @@ def test_an_iteration_waiting_for_the_teacher_then_failing_a_gate(run) -> None:
     html = write_report(run, report_table(run)).read_text()
     assert "iter_1: stopped: the dataset gate failed" in html and 'class="buckets"' in html
     assert "dataset gate: <span class=\"fail\">failed</span>" in html and "[seed_hard]" in html
+    assert "Attempts: report gate 1 (passed); dataset gate 1 (failed: seed_hard)." in html
+    # the same files checked again are not a new attempt
+    with pytest.raises(GateFailed):
+        iterate(run, quiet=True)
+    write_teacher_files(run.iter(1).dir, break_rules=("round_trip",))  # a fix that breaks another rule
+    with pytest.raises(GateFailed):
+        iterate(run, quiet=True)
+    html = write_report(run, report_table(run)).read_text()
+    assert "dataset gate 2 (failed: seed_hard; failed: round_trip_no_answer)" in html, html[html.find("Attempts"):][:300]
 
 
 # ---------------------------------------------------------------- in a real browser

@@ -1,8 +1,9 @@
-"""The report page's per-iteration parts: what the teacher planned (buckets), what the gates said,
-how many of the LLM teacher's replies were refused, its tokens; and the weakness groups' solve rates.
+"""The report page's per-iteration parts: what the teacher planned (buckets), what the gates said on
+each attempt, how many of the LLM teacher's replies were refused, its tokens; and the weakness
+groups' solve rates.
 
 Everything here is read from files Phase 3 already wrote (weakness_report.md's front matter,
-report_gate.json, generate.json, gate_report.json, record.json, llm_teacher/ statuses,
+report_gate.json, generate.json, gate_report.json, gate_attempts.json, record.json, llm_teacher/ statuses,
 weakness_stats.json); weakness statistics not cached by `iterate` are computed with the same
 function (`phases.analyze.arm_weakness`), from TRAIN rollouts only.
 """
@@ -15,6 +16,7 @@ from ..gates.report import parse_weakness_report
 from ..llm_teacher.api import Transcripts
 from ..models import Metrics, RunConfig
 from ..phases.analyze import arm_weakness, sealed_train_ids
+from ..phases.gate_attempts import read_attempts
 from ..rundir import RunDir, read_json_object
 
 TOP_GROUPS = 12  # real prompt groups shown, weakest first (the order weakness_stats sorts them in)
@@ -94,6 +96,7 @@ def iteration_parts(rd: RunDir, cfg: RunConfig, metrics: Metrics) -> list[dict[s
             **_buckets(it_dir, report_gate),
             "report_gate": _gate(report_gate),
             "dataset_gate": _gate(read_json_object(it_dir / "gate_report.json")),
+            "attempts": read_attempts(it_dir),
             "llm": _llm_exchanges(it_dir),
             "teacher_tokens": cfg.teacher_tokens.get(f"iter_{n}"),
         })

@@ -213,6 +213,22 @@ def _gate_line(name: str, gate: dict | None) -> str:
     return f"<li>{_e(name)}: {state}{checks}" + (f"<ul>{fails}{more}</ul>" if fails else "") + "</li>"
 
 
+def _attempts_text(it: dict) -> str:
+    """'Attempts: report gate 1 (passed); dataset gate 3 (failed: seed_hard; failed: round_trip; passed).'"""
+    attempts = it["attempts"]
+    if not attempts:
+        return ("Attempts: not recorded (this run's gates ran before gate_attempts.json existed: only each gate's "
+                "last report is kept)" if it["dataset_gate"] or it["report_gate"] else "Attempts: none yet")
+    parts = []
+    for gate in ("report", "dataset"):
+        mine = [a for a in attempts if a.get("gate") == gate]
+        if mine:
+            results = "; ".join("passed" if a.get("passed") else "failed: " + (", ".join(a.get("failed_rules") or []) or "?")
+                                for a in mine)
+            parts.append(f"{gate} gate {len(mine)} ({results})")
+    return "Attempts: " + "; ".join(parts) + "."
+
+
 def _iterations(data: dict) -> str:
     head = "<h2 id=\"iterations\">Iterations</h2>"
     if not data["iterations"]:
@@ -234,15 +250,15 @@ def _iterations(data: dict) -> str:
         bucket_html = (f"<table class=\"buckets\"><tr><th>domain</th><th>severity</th><th>failure mode</th><th>target rows</th></tr>"
                        f"{buckets}</table>" if buckets else "") + note
         llm = it["llm"]
-        teacher = ("the teacher's replies are not recorded (a file or agent teacher): a gate it failed and then "
-                   "passed leaves only the last gate report" if llm is None else
-                   f"LLM teacher: {llm['replies']} replies, {llm['refused']} refused (a failed gate or an unusable reply)")
-        tokens = it["teacher_tokens"]
-        teacher += f"; {tokens} tokens (prompt + completion)" if tokens is not None else ""
+        teacher = [] if llm is None else [f"LLM teacher: {llm['replies']} replies, {llm['refused']} refused "
+                                           "(a failed gate or an unusable reply)"]
+        if it["teacher_tokens"] is not None:
+            teacher.append(f"{it['teacher_tokens']} teacher tokens (prompt + completion)")
         parts.append(f"<section class=\"iter\" id=\"iter-{it['n']}\"><h3>iter_{it['n']}: {_e(it['stage'])}</h3>"
                      f"<p>{_e(result)}{'. ' + _e(rows) if rows else ''}.</p><b>Buckets of the weakness report</b>{bucket_html}"
                      f"<ul>{_gate_line('report gate', it['report_gate'])}{_gate_line('dataset gate', it['dataset_gate'])}</ul>"
-                     f"<p class=\"muted\">{_e(teacher)}.</p></section>")
+                     f"<p class=\"attempts\">{_e(_attempts_text(it))}</p>"
+                     + (f"<p class=\"muted\">{_e('; '.join(teacher))}.</p>" if teacher else "") + "</section>")
     if line := teacher_tokens_line(data["teacher_tokens"]):
         parts.append(f"<p class=\"muted\">{_e(line)}</p>")
     return "".join(parts)
