@@ -68,6 +68,8 @@ def _ts(ts: float | None) -> str:
 def _header(data: dict) -> str:
     run = data["run"]
     status = run["status"] + (f" (ended: {run['end_reason']})" if run.get("end_reason") else "")
+    if run["status"] == "aborted" and run.get("reason"):  # why it stopped, in the run's own words
+        status += f": {run['reason']}"
     took = f", {fmt_duration(run['total_duration_s'])} in all" if run.get("total_duration_s") is not None else ""
     return (f"<h1>Run report: {_e(run['dataset'])}</h1>"
             f"<p class=\"sub\">student <code>{_e(run['model'])}</code> on <code>{_e(run['hub_id'])}</code>; "
