@@ -62,3 +62,17 @@ def test_help_renders_each_bracketed_word(path: list[str], cmd: click.Command, c
     assert not lost, f"`selfimprove {' '.join(path)} --help` at {columns} columns lost {lost}"
     if columns == 80:
         assert max(len(line) for line in res.output.splitlines()) <= 80
+
+
+def test_the_generated_cli_page_keeps_each_bracketed_word() -> None:
+    """docs/reference/cli.md, made from the same help strings through typer's rich rendering, keeps them too."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "docs" / "gen_reference.py"
+    spec = importlib.util.spec_from_file_location("gen_reference", path)
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    page = flat(gen.cli_markdown())
+    wanted = sorted({w for _, cmd in CASES for t in help_strings(cmd) for w in BRACKETED.findall(t)})
+    assert wanted and not [w for w in wanted if w not in page]

@@ -42,6 +42,19 @@ def _escaped(command: click.Command, listed: list[click.Command]) -> Iterator[No
             setattr(obj, attr, value)
 
 
+@contextlib.contextmanager
+def escaped_tree(command: click.Command) -> Iterator[None]:
+    """Every help string of `command` and all its subcommands escaped at once, for a renderer that walks
+    the tree itself (docs/gen_reference.py's CLI page, through typer's own rich rendering)."""
+    with contextlib.ExitStack() as stack:
+        todo = [command]
+        while todo:
+            cmd = todo.pop()
+            stack.enter_context(_escaped(cmd, []))
+            todo.extend(getattr(cmd, "commands", {}).values())
+        yield
+
+
 class PlainHelpCommand(TyperCommand):
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         if self.rich_markup_mode != "rich":
