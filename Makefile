@@ -74,16 +74,19 @@ PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest $(if $(filter 0,$(TEST_
 test: setup test-deps
 	$(PYTEST)
 
-# The one-node SLURM cluster of tests/slurm_cluster.py needs slurm-wlm and munge (Debian). Installed
-# here when missing and we are root (CI runs `make test` as root on a fresh machine); elsewhere the
-# SLURM tests skip with one line saying why.
+# What the tests need from Debian, installed when missing and we are root with apt-get (CI runs
+# `make test` as root on a fresh machine): slurm-wlm and munge for the one-node SLURM cluster of
+# tests/slurm_cluster.py, chromium for the report page's browser test (tests/test_report_page.py).
+# Anywhere else this says so in one line and those tests skip, each with one line saying why.
+TEST_DEBS = $(if $(shell command -v sbatch >/dev/null 2>&1 && test -x /usr/sbin/munged && echo y),,slurm-wlm munge) \
+	$(if $(shell command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 && echo y),,chromium)
 test-deps:
-	@if ! command -v sbatch >/dev/null 2>&1 || ! test -x /usr/sbin/munged; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-	    { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurm-wlm munge; } \
-	      || echo "test-deps: apt-get could not install slurm-wlm/munge: the SLURM tests will skip"; \
-	  else echo "test-deps: slurm-wlm/munge missing and not root with apt-get: the SLURM tests will skip"; fi; \
-	fi
+	@if [ -z "$(strip $(TEST_DEBS))" ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	  echo "test-deps: installing $(strip $(TEST_DEBS)) (apt-get)"; \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(TEST_DEBS) >/dev/null; } \
+	    || echo "test-deps: apt-get could not install $(strip $(TEST_DEBS)): the tests that need them will skip"; \
+	else echo "test-deps: $(strip $(TEST_DEBS)) missing and not root with apt-get: the tests that need them will skip"; fi
 
 test-quick: setup
 	$(PYTEST) -m "not slow"

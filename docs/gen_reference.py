@@ -43,12 +43,14 @@ def cli_markdown() -> str:
     from typer.cli import MARKUP_MODE_KEY, get_docs_for_click
 
     from selfimprove.cli import app
+    from selfimprove.commands._help import escaped_tree
 
     command = typer.main.get_command(app)
     ctx = typer.Context(command, info_name="selfimprove")
     # the same markup mode `--help` renders with, so the page says what the terminal says
     ctx.obj = {MARKUP_MODE_KEY: getattr(app, "rich_markup_mode", None)}
-    body = get_docs_for_click(obj=command, ctx=ctx, name="selfimprove", title="CLI reference: `selfimprove`")
+    with escaped_tree(command):  # help strings are plain text, as `--help` shows them (commands/_help.py)
+        body = get_docs_for_click(obj=command, ctx=ctx, name="selfimprove", title="CLI reference: `selfimprove`")
     intro = ("Every command of `selfimprove`, with the text its `--help` prints. Exit codes: "
              "[exit codes](exit-codes.md); files: [the run directory](run-dir.md).\n\n")
     title, _, rest = body.partition("\n\n")

@@ -8,8 +8,9 @@ import sys
 
 import typer
 
-from .commands import baseline, bootstrap, cancel, compare, finalize, introspect, iterate, note, run, status, student, weaknesses
+from .commands import baseline, bootstrap, cancel, compare, finalize, introspect, iterate, note, report, run, status, student, weaknesses
 from .commands import skill
+from .commands._help import plain_help
 
 app = typer.Typer(
     name="selfimprove",
@@ -40,6 +41,7 @@ app.command("baseline")(baseline.command)
 app.command("iterate")(iterate.command)
 app.command("compare")(compare.command)
 app.command("finalize")(finalize.command)
+app.command("report")(report.command)
 app.command("run", context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(run.command)
 app.command("status")(status.command)
 app.command("cancel")(cancel.command)
@@ -47,6 +49,7 @@ app.command("weaknesses")(weaknesses.command)
 app.command("note")(note.command)
 app.add_typer(student.app, name="student")
 app.add_typer(skill.app, name="skill")
+plain_help(app)  # help strings render whole: a bracketed word like [llm] is text, not rich markup
 
 
 def main() -> None:

@@ -318,6 +318,10 @@ class RunDir:
     def plot_png(self) -> Path:
         return self.root / "eval_acc.png"
 
+    @property
+    def report_html(self) -> Path:
+        return self.root / "report.html"
+
     # ---- arms
     @property
     def layout(self) -> OutputLayout:

@@ -57,6 +57,8 @@ def command(
         out.print(line, markup=False)
     if result["plot"]:
         out.print(f"plot: {result['plot']}", markup=False)
+    if result.get("report"):
+        out.print(f"report: {result['report']}", markup=False, highlight=False)
     for n in result["notes"]:
         out.print(n, markup=False)
     if incomplete:  # after the table, so the last line says the table is not the final one

@@ -129,5 +129,7 @@ def command(
     out.print(f"run dir: {result['run_dir']} | status {result['status']} (ended: {result['end_reason']}; {result['reason']}) | {timings}", markup=False)
     if line := recommendation_line(result):
         out.print(line, markup=False)
+    if result.get("report"):
+        out.print(f"report: {result['report']}", markup=False, highlight=False)
     if incomplete:  # a dead Phase 4 arm: the summary above is partial (exit 6)
         raise Phase4Incomplete(incomplete)

@@ -1,7 +1,8 @@
 """Phase 5, `finalize`: close the run and say honestly what it found.
 
 Writes status/end_ts/total_duration_s, the final scratchpad summary, a PNG of
-eval accuracy per arm, optional wandb runs, and returns the table plus tests.
+eval accuracy per arm, the report page (report.html), optional wandb runs, and
+returns the table plus tests.
 
 One table row per arm. An arm trained with several training seeds (compare
 --seeds N: the best iteration, Run A, Run C) shows the mean over its seeds
@@ -213,6 +214,14 @@ def build_table(ctx: RunContext) -> dict[str, Any]:
             "accuracy_rule": _accuracy_rule(rd), "teacher_tokens": dict(ctx.cfg.teacher_tokens)}
 
 
+def report_table(rd: RunDir) -> dict[str, Any] | None:
+    """The table for the report page of a run at any stage: build_table over the arms recorded so far
+    (None before any arm is). Read-only: no lock, nothing closed or written."""
+    if not rd.metrics_json.is_file() or not rd.read_metrics().iters:
+        return None
+    return build_table(RunContext.load(rd))
+
+
 def _no_signal(cfg: RunConfig) -> str | None:
     """The no-signal verdict when iter_0 had no reward spread (phases/signal.py), else None."""
     signal = cfg.learning_signal or {}
@@ -378,6 +387,13 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
                 plotted = str(rd.plot_png)
             except Exception as e:  # a missing matplotlib must not lose the summary
                 notes.append(f"plot skipped: {str(e).splitlines()[0]}")
+        try:  # the report page: written after the close, so it shows the run as finalize leaves it
+            from ..report.page import write_report
+
+            report = str(write_report(rd, table))
+        except Exception as e:  # noqa: BLE001  (a page that cannot be written must not lose the summary)
+            report = None
+            notes.append(f"report.html not written: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
         if wandb and cfg.wandb_project and table["rows"]:
             from ..report.wandb_log import log_arms_to_wandb
 
@@ -385,5 +401,5 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
                                            json.loads(cfg.model_dump_json()), table["rows"]))
         return {"run_dir": str(rd.root), "status": cfg.status, "end_reason": cfg.ended_as(), "reason": cfg.reason,
                 "end_ts": cfg.end_ts, "total_duration_s": cfg.total_duration_s, "seeds": cfg.seeds, **table,
-                "complete": not missing, "missing_arms": missing, "plot": plotted, "notes": notes,
+                "complete": not missing, "missing_arms": missing, "plot": plotted, "report": report, "notes": notes,
                 "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors]}

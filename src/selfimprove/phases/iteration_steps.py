@@ -36,6 +36,7 @@ from ..stack.env_package import (count_rows, file_sha256, install_and_verify, in
                                  package_name, provenance_mismatch)
 from ..engines.jobs import job_state, last_lines, read_job
 from .analyze import weakness_line
+from .gate_attempts import record_attempt
 from .arms import stage, teacher_overrides, train_resumed_arm  # noqa: F401  (re-exported for iterate)
 from .context import RunContext
 from .student_fit import fits_student_gate
@@ -135,6 +136,7 @@ def report_gate(rd: RunDir, it: ArmDir, n: int) -> WeaknessReport:
     report, gate = check_weakness_report(path)
     gate = merge_reports("report", [gate, scratchpad_gate(rd, n)])
     atomic_write_json(it.dir / "report_gate.json", {"report_sha256": file_sha256(path), **gate.model_dump(mode="json")})
+    record_attempt(it.dir, "report", file_sha256(path), gate)
     if not gate.passed or report is None:
         raise GateFailed(f"{path}: the report gate failed; fix these and re-run iterate:\n{gate.summary()}")
     return report
@@ -284,6 +286,7 @@ def dataset_gate(ctx: RunContext, it: ArmDir, n: int, report: WeaknessReport) ->
               "report_sha256": file_sha256(it.dir / "weakness_report.md"), **merged.model_dump(mode="json")}
     atomic_write_text(it.dir / "gate_report.txt", merged.summary() + "\n")
     atomic_write_json(it.dir / "gate_report.json", record)
+    record_attempt(it.dir, "dataset", f"{record['report_sha256']}:{record['dataset_sha256']}", merged)
     if not merged.passed:
         raise GateFailed(f"{it.dir}/dataset.jsonl failed the dataset gate; fix gen_dataset.py (never the rows) and re-run iterate:\n{merged.summary()}")
     _fill_buckets_section(rd, n, report)

@@ -1,0 +1,161 @@
+"""The report page's per-iteration parts: what the teacher planned (buckets), what the gates said on
+each attempt, how many of the LLM teacher's replies were refused, its tokens; and the weakness
+groups' solve rates.
+
+Everything here is read from files Phase 3 already wrote (weakness_report.md's front matter,
+report_gate.json, generate.json, gate_report.json, gate_attempts.json, record.json, llm_teacher/ statuses,
+weakness_stats.json); weakness statistics not cached by `iterate` are computed with the same
+function (`phases.analyze.arm_weakness`), from TRAIN rollouts only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..gates.report import parse_weakness_report
+from ..llm_teacher.api import Transcripts
+from ..models import Metrics, RunConfig
+from ..phases.analyze import arm_weakness, sealed_train_ids
+from ..phases.gate_attempts import read_attempts
+from ..rundir import RunDir, read_json_object
+
+TOP_GROUPS = 12  # real prompt groups shown, weakest first (the order weakness_stats sorts them in)
+TOP_OWN_GROUPS = 6  # groups of an iteration's own generated rows
+REFUSED = ("failed", "unusable")  # llm_teacher exchange statuses whose files were not kept
+
+
+def _stage(it_dir, has_record: bool) -> str:
+    """Where an unfinished iteration stopped, from the artefact each step leaves (phases/iterate.py)."""
+    if has_record:
+        return "done"
+    gate = read_json_object(it_dir / "gate_report.json")
+    if (it_dir / "eval_summary.json").is_file():
+        return "trained; its record is not written yet (re-run `selfimprove iterate`)"
+    if gate and gate.get("passed"):
+        return "gates passed; packaging or training not finished"
+    if gate is not None:
+        return "stopped: the dataset gate failed (the teacher fixes gen_dataset.py)"
+    report_gate = read_json_object(it_dir / "report_gate.json")
+    if report_gate is not None and not report_gate.get("passed"):
+        return "stopped: the report gate failed (the teacher fixes weakness_report.md)"
+    if (it_dir / "skeletons.json").is_file():
+        return "waiting for the teacher's weakness_report.md and gen_dataset.py"
+    return "not started"
+
+
+def _gate(record: dict | None) -> dict[str, Any] | None:
+    if record is None:
+        return None
+    failures = [f"[{f.get('rule')}] {f.get('message')}" for f in record.get("failures") or []]
+    return {"passed": bool(record.get("passed")), "failures": failures,
+            "checks": sorted((record.get("stats") or {}).keys())}
+
+
+def _buckets(it_dir, report_gate: dict | None) -> dict[str, Any]:
+    """The buckets of weakness_report.md's front matter once the teacher submitted it to the report gate
+    (before that the file is the tool's skeleton, its placeholders no plan)."""
+    path = it_dir / "weakness_report.md"
+    if not path.is_file() or report_gate is None:
+        return {"buckets": [], "note": "the teacher has not submitted weakness_report.md yet"}
+    parsed = parse_weakness_report(path)
+    if not hasattr(parsed, "buckets"):  # a GateReport: the front matter does not parse or validate
+        return {"buckets": [], "note": "weakness_report.md's front matter is not valid yet (see report_gate.json)"}
+    severity = {d.label: d.severity for d in parsed.domains}
+    return {"buckets": [{"domain": b.domain, "sub_domain": b.sub_domain, "rows": b.rows,
+                         "severity": severity.get(b.domain)} for b in parsed.buckets],
+            "note": None if report_gate.get("passed") else "a draft: it failed the report gate"}
+
+
+def _llm_exchanges(it_dir) -> dict[str, Any] | None:
+    """How many replies the LLM teacher sent for this iteration and how many were refused (None: no LLM teacher)."""
+    transcripts = Transcripts(it_dir)
+    if not transcripts.paths():
+        return None
+    statuses = [str(e.get("status")) for e in transcripts.all()]
+    return {"replies": len(statuses), "refused": sum(s in REFUSED for s in statuses)}
+
+
+def iteration_parts(rd: RunDir, cfg: RunConfig, metrics: Metrics) -> list[dict[str, Any]]:
+    """One entry per iteration directory (iter_1, iter_2, ...), finished or not."""
+    out = []
+    for n in rd.iter_indices():
+        if n < 1:
+            continue
+        it_dir = rd.iter(n).dir
+        record = read_json_object(it_dir / "record.json")
+        generated = read_json_object(it_dir / "generate.json") or {}
+        rec = metrics.get(f"iter_{n}")
+        report_gate = read_json_object(it_dir / "report_gate.json")
+        out.append({
+            "n": n, "stage": _stage(it_dir, record is not None),
+            "eval_acc": rec.eval_acc if rec else None, "acc_ci95": list(rec.acc_ci95) if rec else None,
+            "n_eval": rec.n_eval if rec else None,
+            "verdict": (record or {}).get("verdict"), "delta_vs_prev": (record or {}).get("delta_vs_prev"),
+            "vs_iter0": (record or {}).get("vs_iter0"),
+            "rows": generated.get("rows"), "rows_dropped_eval_overlap": generated.get("rows_dropped_eval_overlap"),
+            **_buckets(it_dir, report_gate),
+            "report_gate": _gate(report_gate),
+            "dataset_gate": _gate(read_json_object(it_dir / "gate_report.json")),
+            "attempts": read_attempts(it_dir),
+            "llm": _llm_exchanges(it_dir),
+            "teacher_tokens": cfg.teacher_tokens.get(f"iter_{n}"),
+        })
+    return out
+
+
+def _cached(rd: RunDir, key: str) -> dict | None:
+    """weakness_stats.json figures `iterate` already computed: iter_0's ("real", in any iteration's file,
+    the same whole-run window) or iter_N's own rows ("previous" in iter_{N+1}'s file)."""
+    if key == "iter_0":
+        for n in sorted(rd.iter_indices(), reverse=True):
+            saved = read_json_object(rd.iter(n).dir / "weakness_stats.json") or {}
+            if saved.get("real"):
+                return saved["real"]
+        return None
+    if key.startswith("iter_") and key[5:].isdigit():
+        saved = read_json_object(rd.iter(int(key[5:]) + 1).dir / "weakness_stats.json") or {}
+        return saved.get("previous")
+    return None
+
+
+def _stats(rd: RunDir, metrics: Metrics, key: str, label: str, sealed: frozenset) -> dict | None:
+    record = metrics.get(key)
+    if record is None:
+        return None
+    stats = _cached(rd, key) or arm_weakness(rd.arm(key), record.final_step, label=label, sealed=sealed)
+    return stats if stats.get("groups") else None
+
+
+def _brief(stats: dict, top: int) -> dict[str, Any]:
+    w = stats["window"]
+    return {"window": w, "by_class": stats["by_class"], "n_groups": stats["grouping"]["groups"],
+            "groups": [{k: g[k] for k in ("group", "prompts", "rollouts", "solve_rate", "solve_rate_ci95", "class")}
+                       for g in stats["groups"][:top]]}
+
+
+def weakness_parts(rd: RunDir, metrics: Metrics) -> dict[str, Any] | None:
+    """The real env's prompt groups (iter_0, then the Phase 4 arms trained on real data where they saw
+    the group), and each arm trained on generated rows over its own rows' groups."""
+    if metrics.get("iter_0") is None:
+        return None
+    sealed = sealed_train_ids(rd) if rd.hub_env_json.is_file() else frozenset()
+    real = _stats(rd, metrics, "iter_0", "the real env's train split", sealed)
+    if real is None:
+        return None
+    shown = _brief(real, TOP_GROUPS)
+    columns = []
+    for key, label in (("run_c", "run_c (real data)"), ("run_b", "run_b (real + generated)")):
+        other = _stats(rd, metrics, key, label, sealed)
+        if other is None:
+            continue
+        by_group = {g["group"]: g for g in other["groups"]}
+        columns.append({"arm": key, "label": label, "window": other["window"],
+                        "rates": {g["group"]: by_group.get(g["group"]) and by_group[g["group"]]["solve_rate"]
+                                  for g in shown["groups"]}})
+    own = []
+    keys = [r.arm for r in sorted((r for r in metrics.iters if r.iter and r.replicate_of is None), key=lambda r: r.iter)]
+    for key in keys + ["run_a"]:
+        stats = _stats(rd, metrics, key, f"{key}'s generated rows", frozenset())
+        if stats is not None:
+            own.append({"arm": key, **_brief(stats, TOP_OWN_GROUPS)})
+    return {"real": shown, "columns": columns, "own": own}
