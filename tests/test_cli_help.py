@@ -65,31 +65,6 @@ def test_cli_starts_without_torch() -> None:
     assert out.stdout.strip() == "selfimprove/tiny-arith []"
 
 
-def _help_texts():
-    """(where, text) of every command's docstring and every parameter's help, as typer hands them to rich."""
-    import typer.main
-
-    group = typer.main.get_command(app)
-    for name, cmd in group.commands.items():
-        yield f"{name}", cmd.help or ""
-        for p in cmd.params:
-            yield f"{name} {'/'.join(getattr(p, 'opts', []) or [p.name])}", getattr(p, "help", None) or ""
-
-
-def test_no_help_text_loses_brackets_to_rich_markup():
-    """Help is rendered as rich markup: a bare `[llm]` would be eaten as a style tag (escape it `\\[llm]`).
-    Every bracket of every help string must survive: the rendered text equals the source, escapes undone."""
-    from rich.text import Text
-
-    checked = 0
-    for where, text in _help_texts():
-        if "[" not in text:
-            continue
-        checked += 1
-        assert Text.from_markup(text).plain == text.replace("\\[", "["), f"{where}: rich markup eats a [...] in {text!r}"
-    assert checked  # the check saw bracketed help (e.g. run --teacher's pip extra)
-
-
 def test_run_help_shows_the_llm_extra():
     from typer.testing import CliRunner
 

@@ -33,7 +33,7 @@ def command(
     engine: Annotated[str, typer.Option(help="prime-rl (GPU), local (CPU selfimprove-rl) or auto (local for selfimprove/* students).")] = "auto",
     config: Annotated[Optional[str], typer.Option(help="Canonical rl.toml for iter_0; default: found by dataset name.")] = None,
     wandb_project: Annotated[Optional[str], typer.Option(help="W&B project; empty = no W&B.")] = None,
-    slurm: Annotated[Optional[str], typer.Option(help="Run every training job on SLURM: a prime-rl overlay TOML holding \\[slurm] (and \\[deployment] for several nodes), passed to each launch as `@ FILE`; see docs/how-to/slurm.md.")] = None,
+    slurm: Annotated[Optional[str], typer.Option(help="Run every training job on SLURM: a prime-rl overlay TOML holding [slurm] (and [deployment] for several nodes), passed to each launch as `@ FILE`; see docs/how-to/slurm.md.")] = None,
     steps_per_run: Annotated[int, typer.Option(help="New training steps per run (seed: 100; lower only for smoke runs).")] = SEED_STEPS_PER_RUN,
     rollouts_per_example: Annotated[int, typer.Option(help="Rollouts per prompt (seed: 16).")] = SEED_ROLLOUTS_PER_EXAMPLE,
     eval_examples: Annotated[int, typer.Option(help="Eval examples per iteration (seed: 200).")] = SEED_EVAL_EXAMPLES,

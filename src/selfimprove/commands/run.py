@@ -56,7 +56,7 @@ def default_teacher(env_id: str) -> str:
 def command(
     ctx: typer.Context,
     dataset: Annotated[Optional[str], typer.Argument(help="Dataset to start a new run on (omit with --run-dir).")] = None,
-    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher), or llm:MODEL for the built-in teacher behind an OpenAI-compatible API (needs the llm extra: pip install 'selfimprove\\[llm]'). Default: the teacher the env's package declares (examples/arith_teacher.py:ArithTeacher for selfimprove-arith).")] = None,
+    teacher: Annotated[Optional[str], typer.Option(help="MODULE:OBJECT or path/to/file.py:OBJECT with write(ctx) (see selfimprove.teacher), or llm:MODEL for the built-in teacher behind an OpenAI-compatible API (needs the [llm] extra: pip install 'selfimprove[llm]'). Default: the teacher the env's package declares (examples/arith_teacher.py:ArithTeacher for selfimprove-arith).")] = None,
     run_dir: Annotated[Optional[Path], typer.Option("--run-dir", envvar="SELFIMPROVE_RUN_DIR", help="Resume this run dir instead of bootstrapping a new one.")] = None,
     control: Annotated[bool, typer.Option("--control/--no-control", help="Phase 4 Run C, the equal-compute control.")] = True,
     parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Phase 4 arms trained at once (see `selfimprove compare --help`). Default: 2 with the CPU engine, 1 with prime-rl, every pending arm on SLURM.")] = None,
