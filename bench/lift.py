@@ -132,6 +132,7 @@ def main() -> None:
 
     from selfimprove.phases.finalize import build_table
     from selfimprove.report.table import seeds_text, verdict_lines
+    from selfimprove.phases.context import RunContext
     from selfimprove.rundir import ArmDir, RunDir
     from selfimprove.stats import compare_over_seeds
 
@@ -142,7 +143,7 @@ def main() -> None:
         root, cmd, wall = run_loop(args)
         rd = RunDir(root).require()
     cfg = rd.read_run()
-    table = build_table(rd)
+    table = build_table(RunContext.load(rd))
     timings = json.loads((rd.root / "timings.json").read_text()) if (rd.root / "timings.json").is_file() else {}
 
     lines = [f"bench/lift.py  {time.strftime('%Y-%m-%d %H:%M:%S')}  wall {wall / 60:.1f} min",
