@@ -149,11 +149,17 @@ for suffix in ("", "/iter_0"):
         return ["baseline", "--run-dir", str(new)], new
 
 
-@case("r3 state: iterate after baseline's no-signal stop", ("--allow-no-signal",), code=4)
-def _(tmp, t):
+def no_signal_copy(tmp: Path, t) -> Path:
+    """A copy of the run stopped at iter_1's teacher stop, as baseline's no-signal stop leaves it."""
     run = copy_run(t.stop1, tmp)
     for d in sorted(run.glob("iter_[1-9]*")):
         os.rename(d, tmp / f"aside-{d.name}")
     edit_json(learning_signal={"has_signal": False, "verdict": "no signal", "allowed": False,
                                "train_groups": 8, "train_groups_with_spread": 0})(run / "run.json")
+    return run
+
+
+@case("r3 state: iterate after baseline's no-signal stop", ("--allow-no-signal",), code=4)
+def _(tmp, t):
+    run = no_signal_copy(tmp, t)
     return ["iterate", "--run-dir", str(run)], run

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from hostile import ENV, SMALL, TESTS, case, cli, copy_run, edit_json, teacher_case
-from hostile_r3_state import closed_copy, finished_run
+from hostile_r3_state import closed_copy, finished_run, no_signal_copy
 
 P = "r4: "
 SKILL_DIR = Path(".claude") / "skills" / "synthetic-self-improve-rl"
@@ -184,11 +184,7 @@ def _(tmp, t):
 
 @case(f"{P}compare after the no-signal stop", ("--allow-no-signal",), code=5)
 def _(tmp, t):
-    run = copy_run(t.stop1, tmp)
-    for d in sorted(run.glob("iter_[1-9]*")):
-        os.rename(d, tmp / f"aside-{d.name}")
-    edit_json(learning_signal={"has_signal": False, "verdict": "no signal", "allowed": False,
-                               "train_groups": 8, "train_groups_with_spread": 0})(run / "run.json")
+    run = no_signal_copy(tmp, t)
     return ["compare", "--run-dir", str(run)], run
 
 
