@@ -27,6 +27,7 @@ import pytest
 PACKAGES = ["slurm-wlm", "munge"]
 PARTITION = "cluster"  # prime-rl's SlurmConfig default partition name
 PARKED = "parked"  # a DOWN partition: its jobs wait
+SELFTEST = "si-selftest-"  # jobs named so are the double-submission check's own test: not counted
 START_TIMEOUT_S = 60.0
 
 
@@ -79,7 +80,8 @@ def slurm_conf(root: Path, host: str, cpus: int, memory_mb: int, munge_socket: P
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
         "AccountingStorageType=accounting_storage/none", "JobAcctGatherType=jobacct_gather/none",
         "JobCompType=jobcomp/none", "MpiDefault=none", "SchedulerType=sched/backfill",
-        "ReturnToService=2", "MinJobAge=600", "KillWait=5", "InactiveLimit=0", "SlurmctldTimeout=30",
+        "ReturnToService=2", "MinJobAge=7200",  # every job of the suite stays known: the double-submission count
+         "KillWait=5", "InactiveLimit=0", "SlurmctldTimeout=30",
         "SlurmdTimeout=60", "OverTimeLimit=0",
         f"StateSaveLocation={root}/state", f"SlurmdSpoolDir={root}/spool/%n",
         f"SlurmctldPidFile={root}/slurmctld.pid", f"SlurmdPidFile={root}/slurmd.pid",
@@ -115,6 +117,28 @@ class SlurmCluster:
         """(id, name, state) of every job the controller still knows, optionally one name only."""
         out = self.run("squeue", "-h", "-a", "-t", "all", "-o", "%i|%j|%T", *(["-n", name] if name else []))
         return [tuple(ln.split("|", 2)) for ln in out.splitlines() if ln.strip()]  # type: ignore[misc]
+
+    def double_submissions(self, include_selftest: bool = False) -> list[str]:
+        """Jobs submitted under a name while an earlier job of that name was still live (pending, running,
+        requeued): what "never twice" forbids. Read from `scontrol show job` over every job of the session."""
+        from selfimprove.engines import slurm
+
+        jobs: dict[str, list[tuple[str, str, str, str]]] = {}
+        for line in self.run("scontrol", "-o", "show", "job", check=False).splitlines():
+            f = dict(kv.split("=", 1) for kv in line.split() if "=" in kv)
+            if "JobId" in f:
+                state = f.get("JobState", "")
+                end = "9999" if state in slurm.LIVE_STATES else f.get("EndTime", "9999")
+                jobs.setdefault(f.get("JobName", ""), []).append((f.get("SubmitTime", ""), end, f["JobId"], state))
+        doubles = []
+        for name, runs in jobs.items():
+            if name.startswith(SELFTEST) and not include_selftest:
+                continue
+            runs.sort()
+            for (_s0, end0, id0, _st0), (sub1, _e1, id1, _st1) in zip(runs, runs[1:]):
+                if sub1 < end0:  # ISO times compare as strings
+                    doubles.append(f"{name}: job {id1} submitted while job {id0} was live")
+        return doubles
 
     def logs(self) -> str:
         return "\n".join(f"--- {p.name}\n" + "\n".join(p.read_text(errors="replace").splitlines()[-15:])
@@ -203,6 +227,9 @@ def slurm_cluster():
         pytest.skip(why or "the one-node SLURM cluster could not start")
     try:
         yield cluster
+        doubles = cluster.double_submissions()  # across every test that used the cluster: the target is 0
+        print(f"SLURM double submissions across the suite: {len(doubles)}")
+        assert not doubles, doubles
     finally:
         cluster.stop()
         os.environ.pop("SLURM_CONF", None)

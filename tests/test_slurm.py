@@ -285,3 +285,53 @@ def test_a_job_past_its_time_limit_ends_timeout_and_resumes_from_its_last_checkp
     assert live_ids(slurm_cluster, name) == [rec["job_id"]]
     assert [s for i, _n, s in slurm_cluster.jobs(name) if i == first] == ["TIMEOUT"]
     slurm_cluster.run("scancel", rec["job_id"])
+
+
+@pytest.mark.slow
+def test_node_set_down_mid_job_requeues_it_and_the_arm_waits_for_the_same_job(slurm_cluster, tmp_path):
+    """The node goes DOWN while the job trains: the scheduler requeues the SAME job (no second one), the watch
+    says so and waits; with the node back, the job runs again, resumes from its last checkpoint and completes."""
+    name = "si-test-nodedown"
+    overlay = overlay_file(tmp_path, slurm_cluster.partition)
+    extra = ("--ckpt.interval", "1", "--orchestrator.eval.num-examples", "10", "--no-orchestrator.eval.eval-base-model")
+    driver = Driver(tmp_path, name, overlay, max_steps=8, extra=extra)
+    job = wait_for_job(slurm_cluster, name)
+    ckpts = tmp_path / "iter_0" / "prime_out" / "checkpoints"
+    deadline = time.monotonic() + 180
+    while not any(ckpts.glob("step_*")):  # a checkpoint to resume from
+        assert time.monotonic() < deadline and driver.proc.poll() is None, driver.out
+        time.sleep(0.5)
+    slurm_cluster.run("scontrol", "update", f"nodename={slurm_cluster.host}", "state=down", "reason=si-test")
+    deadline = time.monotonic() + 60
+    while [s for i, _n, s in slurm_cluster.jobs(name) if i == job] == ["RUNNING"]:
+        assert time.monotonic() < deadline, slurm_cluster.jobs(name)
+        time.sleep(0.5)
+    states = [s for i, _n, s in slurm_cluster.jobs(name) if i == job]
+    if slurm_cluster.node_state().startswith("down"):  # ReturnToService=2 may have brought it back already
+        slurm_cluster.run("scontrol", "update", f"nodename={slurm_cluster.host}", "state=resume")
+    out = driver.finish(timeout=420)
+    assert driver.proc.returncode == 0, (states, out)
+    assert [i for i, _n, _s in slurm_cluster.jobs(name)] == [job], slurm_cluster.jobs(name)  # never a second job
+    assert states and states[0] in slurm.LIVE_STATES, states  # requeued, not ended
+    assert f"SLURM job {job}" in out and ("PENDING" in out or "requeued" in out), out
+    rec = json.loads((tmp_path / "iter_0" / "job.json").read_text())
+    log = (tmp_path / "iter_0" / rec["job_log"]).read_text(errors="replace")
+    assert rec["job_id"] == job and "SLURM requeued this job" in log, log[-3000:]  # resumed, not started over
+
+
+def test_the_double_submission_count_sees_two_live_jobs_of_one_name(slurm_cluster, tmp_path):
+    """The suite-wide check (slurm_cluster's teardown) is real: two jobs of one name, both pending, are counted
+    (jobs named si-selftest-* are this test's own and left out of the suite's count)."""
+    from slurm_cluster import SELFTEST
+
+    script = tmp_path / "sleep.sbatch"
+    script.write_text("#!/bin/sh\nsleep 1\n")
+    name = f"{SELFTEST}double"
+    ids = [slurm_cluster.run("sbatch", "--parsable", "-p", slurm_cluster.parked, "-J", name, "-o", "/dev/null",
+                             str(script)).strip() for _ in range(2)]
+    try:
+        counted = slurm_cluster.double_submissions(include_selftest=True)
+        assert counted == [f"{name}: job {ids[1]} submitted while job {ids[0]} was live"], counted
+        assert not any(d.startswith(SELFTEST) for d in slurm_cluster.double_submissions())
+    finally:
+        slurm_cluster.run("scancel", *ids)
