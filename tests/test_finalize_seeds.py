@@ -290,6 +290,7 @@ def test_verdict_nothing_beats_iter0_names_iter0(tmp_path: Path) -> None:
 def test_verdict_without_control_says_the_data_was_not_tested(tmp_path: Path) -> None:
     """compare --no-control: no Run C, so the summary says the data was not tested against equal compute."""
     rd = make_run(tmp_path, {"iter_0": [0.50], "iter_1": [0.56], "run_a": [0.60], "run_b": [0.52]})
+    rd.best_iter_json.write_text(json.dumps({"best_iter": 1}), encoding="utf-8")  # compare --no-control ran: no run_c dir
     out = finalize(rd, plot=False)
     v = out["verdict"]
     assert out["complete"] and v["data_beats_control"] is None and v["sentence"] == DATA_UNTESTED and v["p"] is None
