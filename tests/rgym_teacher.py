@@ -151,6 +151,9 @@ def is_banned(row):
             or sum(h in banned_grams for h in grams) >= 0.25 * len(grams))
 
 
+# The dataset gate's row_fits_student rule: prompt + completion budget within the student's 256 positions
+# (a character-level student: a question of 64 characters leaves room for the chat frame).
+MAX_QUESTION_CHARS = 64
 PREFIXES = {{"spell_backward": "Spell backward:", "letter_counting": "Count the letter",
             "sentence_reordering": "Reorder the words:"}}
 origins = {{}}
@@ -165,7 +168,8 @@ fresh = env.make_rows(3000, seed=SEED)
 for task, (domain, subs, key, cut) in TASKS.items():
     cells = {{0: [], 1: []}}
     for r in fresh:
-        if r["info"]["task"] != task or is_banned(r) or copy_key(r["question"]) in taken:
+        if (r["info"]["task"] != task or is_banned(r) or copy_key(r["question"]) in taken
+                or len(r["question"]) > MAX_QUESTION_CHARS):
             continue
         entry = json.loads(r["info"]["entry"])
         cell = cells[int(entry["metadata"][key] > cut)]
