@@ -225,23 +225,33 @@ def test_cancel_scancels_only_this_runs_job_and_notes_why(slurm_cluster, new_run
 # ---------------------------------------------------------------- the whole loop
 
 
+PHASE4_ARMS = ["iter_1_seed1", "iter_1_seed2", "run_a_best_from_iter0", "run_a_best_from_iter0_seed1",
+               "run_a_best_from_iter0_seed2", "run_b_combined_from_base", "run_c_real_from_iter0",
+               "run_c_real_from_iter0_seed1", "run_c_real_from_iter0_seed2"]  # --seeds 3: 9 jobs
+
+
 @pytest.fixture(scope="module")
-def slurm_run(slurm_cluster, tmp_path_factory) -> Path:
+def slurm_run(slurm_cluster, tmp_path_factory) -> tuple[Path, str]:
+    """`selfimprove run --slurm --seeds 3` to finalize: (run dir, what it printed on stderr)."""
     root = tmp_path_factory.mktemp("slurm_run")
     overlay = overlay_file(root, slurm_cluster.partition, time="00:30:00")
-    proc = subprocess.run([SELFIMPROVE, "run", "selfimprove-arith", *SMALL,
+    proc = subprocess.run([SELFIMPROVE, "run", "selfimprove-arith", *SMALL, "--seeds", "3",
                            "--runs-dir", str(root / "runs"), "--teacher", TEACHER, "--slurm", str(overlay), "--json"],
                           capture_output=True, text=True, env=_env(OMP_WAIT_POLICY="PASSIVE"), timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return Path(json.loads(proc.stdout)["run_dir"])
+    return Path(json.loads(proc.stdout)["run_dir"]), proc.stderr
 
 
 @pytest.mark.slow
 def test_run_through_slurm_to_finalize_with_one_completed_job_per_arm(slurm_cluster, slurm_run):
+    slurm_run, printed = slurm_run
     run = json.loads((slurm_run / "run.json").read_text())
     assert run["status"] == "finalized" and run["slurm"].endswith("slurm.toml")
     arms = sorted(p.parent.name for p in slurm_run.glob("*/job.json"))
-    assert arms == ["iter_0", "iter_1", "run_a_best_from_iter0", "run_b_combined_from_base", "run_c_real_from_iter0"]
+    assert arms == sorted(["iter_0", "iter_1", *PHASE4_ARMS])
+    # each job's end is one line: COMPLETED with its final eval, never the "missing eval" advice
+    assert "without the final eval file" not in printed, printed[-3000:]
+    assert printed.count(" COMPLETED; final eval complete; log ") == len(arms), printed[-3000:]
     for arm in arms:
         rec = json.loads((slurm_run / arm / "job.json").read_text())
         assert rec["scheduler"] == "slurm" and rec["job_name"] == f"si-{run['run_id']}-{arm}"
@@ -254,12 +264,16 @@ def test_run_through_slurm_to_finalize_with_one_completed_job_per_arm(slurm_clus
 
 
 @pytest.mark.slow
-def test_phase4_arms_were_submitted_side_by_side(slurm_run):
-    """On SLURM --parallel defaults to every pending arm: the three controls were all queued before the first ended."""
-    train_logs = {a: (slurm_run / a / "train.log").stat().st_mtime for a in
-                  ("run_a_best_from_iter0", "run_b_combined_from_base", "run_c_real_from_iter0")}
-    ends = {a: json.loads((slurm_run / a / "job_result.json").read_text())["finished_ts"] for a in train_logs}
-    assert max(train_logs.values()) < min(ends.values()), (train_logs, ends)
+def test_phase4_arms_were_submitted_side_by_side(slurm_cluster, slurm_run):
+    """On SLURM --parallel defaults to every pending arm: with --seeds 3 all nine Phase 4 jobs were in the
+    scheduler before the first of them ended (the scheduler's own SubmitTime and EndTime)."""
+    slurm_run, _printed = slurm_run
+    times = {}
+    for arm in PHASE4_ARMS:
+        job_id = json.loads((slurm_run / arm / "job.json").read_text())["job_id"]
+        f = dict(kv.split("=", 1) for kv in slurm_cluster.run("scontrol", "-o", "show", "job", job_id).split() if "=" in kv)
+        times[arm] = (f["SubmitTime"], f["EndTime"])
+    assert max(sub for sub, _end in times.values()) < min(end for _sub, end in times.values()), times
 
 
 @pytest.mark.slow

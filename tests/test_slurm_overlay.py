@@ -144,6 +144,32 @@ def test_each_state_has_one_line_with_the_job_id_the_log_and_the_next_step(tmp_p
     assert all(w in line for w in words), line
 
 
+@pytest.mark.parametrize("state, exit_code", [("COMPLETED", "0:0"), ("FAILED", "1:0")])
+def test_an_ended_job_with_its_final_eval_complete_is_called_done_not_missing(tmp_path, state, exit_code):
+    """The watcher prints an ended job's line once; with the eval file complete it says so (no next step)."""
+    from selfimprove.engines.slurm_jobs import state_line
+    from selfimprove.rundir import ArmDir
+
+    info = slurm.JobInfo("77", state, None, None, exit_code, "scontrol")
+    line = state_line(ArmDir(tmp_path, "iter_2"), _Rec(), info, eval_complete=True)
+    assert line.startswith(f"iter_2: SLURM job 77 {state}") and "final eval complete" in line, line
+    assert "without the final eval file" not in line and "next:" not in line, line
+
+
+def test_a_completed_job_s_eval_file_seen_late_on_a_shared_fs_is_waited_for(tmp_path):
+    """await_rows re-reads the eval file until it is complete (NFS shows it late), up to its lag."""
+    import threading
+
+    from selfimprove.engines.rollouts import LineCounter
+    from selfimprove.engines.slurm_jobs import await_rows
+
+    path = tmp_path / "eval.jsonl"
+    path.write_text("{}\n" * 3)
+    threading.Timer(0.5, lambda: path.write_text("{}\n" * 10)).start()
+    assert await_rows(LineCounter(path), 10, lag_s=10, poll_s=0.1) == 10
+    assert await_rows(LineCounter(tmp_path / "missing.jsonl"), 10, lag_s=0.3, poll_s=0.1) == 0
+
+
 def test_a_job_the_scheduler_forgot_is_judged_by_its_files(tmp_path):
     from selfimprove.engines.slurm_jobs import state_line
     from selfimprove.rundir import ArmDir
@@ -183,3 +209,14 @@ def test_a_requeued_job_resumes_from_the_first_runs_last_checkpoint(monkeypatch,
     assert requeued_resume_step(Lay(), 2) == 2
     Lay.complete_steps = lambda self: []
     assert requeued_resume_step(Lay(), None) is None
+
+
+@pytest.mark.parametrize("dialect", [SEED, V1])
+@pytest.mark.parametrize("name", ["cluster.toml", "multinode.toml"])
+def test_the_shipped_example_overlays_pass_the_key_check_in_both_dialects(dialect, name):
+    """examples/slurm/*.toml are what docs/how-to/slurm.md shows and what bench/prime_rl_parse.py checked
+    with prime-rl's own parser: they must stay valid against both key snapshots."""
+    path = Path(__file__).resolve().parents[1] / "examples" / "slurm" / name
+    cfg = read_overlay(path, dialect.keys_file)
+    assert cfg["slurm"]["partition"] == "h100"
+    assert ("deployment" in cfg) == (name == "multinode.toml")

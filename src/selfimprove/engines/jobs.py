@@ -347,14 +347,20 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
             if info is not None and info.stdout and not rec.job_log:
                 rec = rec.model_copy(update={"job_log": slurm_jobs.job_log(arm, rec.job_id, info)})
                 write_job(arm, rec)
+            live = info is not None and info.live
+            if not live and info is not None and info.state == "COMPLETED" and rows < rec.expect.num_examples:
+                rows = slurm_jobs.await_rows(counter, rec.expect.num_examples)  # a shared FS shows it late
             key = (info.state, info.reason) if info else ("GONE", None)
             if key != seen:
                 seen = key
-                console.print(slurm_jobs.state_line(arm, rec, info), highlight=False)
-            live = info is not None and info.live
+                done = rows >= rec.expect.num_examples
+                console.print(slurm_jobs.state_line(arm, rec, info, eval_complete=done), highlight=False)
             if rows >= rec.expect.num_examples:
                 still = slurm_jobs.wait_end(rec, exit_grace_s, poll_s) if live else False
-                return _finish(arm, rec, "succeeded", rows, still_running=still, rc=slurm_jobs.exit_rc(info))
+                end = slurm.query(rec.job_id) if live and not still else info  # its last word: one line
+                if end is not None and (end.state, end.reason) != seen:
+                    console.print(slurm_jobs.state_line(arm, rec, end, eval_complete=True), highlight=False)
+                return _finish(arm, rec, "succeeded", rows, still_running=still, rc=slurm_jobs.exit_rc(end))
             if not live:
                 error = slurm_jobs.describe_end(arm, rec, info, rows, _options(arm, rec.expect.max_steps))
                 return _finish(arm, rec, "failed", rows, error=error, rc=slurm_jobs.exit_rc(info))

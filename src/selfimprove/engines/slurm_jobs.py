@@ -151,8 +151,9 @@ def alive(rec) -> bool:
     return info is not None and info.live
 
 
-def state_line(arm: ArmDir, rec, info: "slurm.JobInfo | None") -> str:
-    """One line: the state, the job id, the log, the next step."""
+def state_line(arm: ArmDir, rec, info: "slurm.JobInfo | None", eval_complete: bool = False) -> str:
+    """One line: the state, the job id, the log, the next step. An ended job whose final eval file is
+    complete is done, whatever its exit code: the line says so instead of a next step."""
     head = f"{arm.name}: SLURM job {rec.job_id}"
     log = rec.job_log or job_log(arm, rec.job_id or "?")
     if info is None:
@@ -167,6 +168,8 @@ def state_line(arm: ArmDir, rec, info: "slurm.JobInfo | None") -> str:
         return (f"{head} {info.state}; log {log}; next: wait (Ctrl-C stops watching, the job keeps running; "
                 f"re-run the same command to attach)")
     exit_code = f" (exit {info.exit_code})" if info.exit_code and info.exit_code != "0:0" else ""
+    if eval_complete:
+        return f"{head} {info.state}{exit_code}; final eval complete; log {log}"
     return f"{head} {info.state}{exit_code}; log {log}; next: {slurm.ENDED_NEXT.get(info.state, 're-run with --restart')}"
 
 
@@ -190,6 +193,21 @@ def _log_tail(path: str | None) -> str:
     if not path or not Path(path).is_file():
         return "  | (the job wrote no log: it never started)"
     return tail(Path(path))
+
+
+# The job's node wrote the final eval file; on a shared filesystem (NFS attribute caching) this host may
+# see it some seconds after the scheduler says COMPLETED. Re-read it this long before calling it missing.
+EVAL_FILE_LAG_S = 30.0
+
+
+def await_rows(counter, expected: int, lag_s: float | None = None, poll_s: float = 1.0) -> int:
+    """The final eval's row count, re-read for up to `lag_s` until it reaches `expected`."""
+    deadline = time.monotonic() + (EVAL_FILE_LAG_S if lag_s is None else lag_s)
+    rows = counter.count()
+    while rows < expected and time.monotonic() < deadline:
+        time.sleep(poll_s)
+        rows = counter.count()
+    return rows
 
 
 def exit_rc(info: "slurm.JobInfo | None") -> int | None:
