@@ -75,8 +75,9 @@ def new_run(cli: Cli, runs_dir: Path):
 # order as each worker frees up, so starting the longest ones first keeps one 12-minute
 # file from starting last and stretching the wall time. Scheduling only: any order passes.
 LONGEST_FIRST = ["test_shipped_student.py", "test_slurm.py", "test_env_python.py", "test_llm_teacher_server.py", "test_run.py", "test_compare_seeds_run.py", "test_reasoning_gym_run.py",
-                 "test_run_v1.py", "test_run_v1_only.py", "test_compare.py", "test_rl_engine.py", "test_skill_rehearsal.py", "test_iterate.py",
-                 "test_faults.py", "test_llm_teacher.py"]
+                 "test_run_v1.py", "test_run_v1_only.py", "test_compare.py", "test_compare_parallel.py", "test_rl_engine.py",
+                 "test_skill_rehearsal.py", "test_iterate.py", "test_faults.py", "test_llm_teacher.py", "test_row_fits_student.py",
+                 "test_report_page.py"]
 
 
 def pytest_collection_modifyitems(items) -> None:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from polling import wait_until
+
 PACKAGES = ["slurm-wlm", "munge"]
 PARTITION = "cluster"  # prime-rl's SlurmConfig default partition name
 PARKED = "parked"  # a DOWN partition: its jobs wait
@@ -199,8 +201,8 @@ def start_cluster() -> tuple[SlurmCluster | None, str | None]:
             cluster.procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                                   env=env, start_new_session=True))
             if argv[0].endswith("munged"):
-                _wait_for(lambda: sock.exists(), 10)
-        if not _wait_for(lambda: cluster.node_state() == "idle", START_TIMEOUT_S):
+                wait_until(lambda: sock.exists(), 10)
+        if not wait_until(lambda: cluster.node_state() == "idle", START_TIMEOUT_S, poll=0.3):
             state = cluster.node_state() or "not known"
             cluster.stop()
             return None, f"the one-node SLURM cluster did not become idle in {START_TIMEOUT_S:.0f} s (node {state}; logs in {root})"
@@ -209,15 +211,6 @@ def start_cluster() -> tuple[SlurmCluster | None, str | None]:
         return None, f"the one-node SLURM cluster could not start: {e}"
     os.environ["SLURM_CONF"] = str(cluster.conf)  # this process and every subprocess talk to it
     return cluster, None
-
-
-def _wait_for(pred, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.3)
-    return False
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import time
 import pytest
 
 from selfimprove.engines import jobs
+from selfimprove.engines import watch as watch_mod
 from selfimprove.models import RunConfig
 from selfimprove.phases import compare as compare_mod
 from selfimprove.phases.compare import compare, default_parallel
@@ -91,8 +92,8 @@ def test_a_bug_in_one_thread_stops_the_other_watchers() -> None:
             time.sleep(0.2)
             raise RuntimeError("bug in bad")
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # what jobs.watch does each poll
-            if jobs._GROUP is not None and jobs._GROUP.stopped:
+        while time.monotonic() < deadline:  # what watch does each poll
+            if watch_mod._GROUP is not None and watch_mod._GROUP.stopped:
                 stopped.set()
                 raise KeyboardInterrupt
             time.sleep(0.02)
@@ -102,7 +103,7 @@ def test_a_bug_in_one_thread_stops_the_other_watchers() -> None:
     with pytest.raises(RuntimeError, match="bug in bad"):
         compare_mod._train_units(["slow", "bad"], train, parallel=2, progress=False)
     assert stopped.is_set() and time.monotonic() - t0 < 10
-    assert jobs._GROUP is None  # the scope is closed
+    assert watch_mod._GROUP is None  # the scope is closed
 
 
 def test_watch_stops_on_the_group_flag_and_leaves_the_job_running(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -23,6 +23,7 @@ from selfimprove.phases.iterate import iterate
 from selfimprove.rundir import RunDir
 
 from loop_helpers import GENERATOR, write_teacher_files
+from polling import wait_until
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="the reaper's prctl calls and /proc are Linux's")
 
@@ -55,15 +56,6 @@ open("late.pid", "w").write(str(late.pid))
 def _running(pid: int) -> bool:
     st = procs._stat(pid)
     return st is not None and st[0] != "Z"
-
-
-def _wait(cond, timeout: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def _looping_group() -> subprocess.Popen:
@@ -128,11 +120,11 @@ def test_generator_and_all_it_started_die_with_a_killed_iterate(run: RunDir) -> 
     cli = subprocess.Popen([sys.executable, "-m", "selfimprove", "iterate", "--run-dir", str(run.root)],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
     try:
-        assert _wait(lambda: (it / "pids.json").is_file()), "the generator never started"
+        assert wait_until(lambda: (it / "pids.json").is_file()), "the generator never started"
         pids = json.loads((it / "pids.json").read_text())
         os.kill(cli.pid, signal.SIGKILL)
         cli.wait()
-        assert _wait(lambda: not any(_running(p) for p in pids.values()), 10), \
+        assert wait_until(lambda: not any(_running(p) for p in pids.values()), 10), \
             f"outlived the killed iterate: {[n for n, p in pids.items() if _running(p)]}"
     finally:
         if cli.poll() is None:

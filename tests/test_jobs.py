@@ -14,12 +14,8 @@ import pytest
 
 from selfimprove.engines import procs
 from selfimprove.engines.jobs import (
-    CAP_MARGIN_S,
-    DEFAULT_EXPECTED_S,
     JobExpectation,
     JobRecord,
-    _cap_deadline,
-    _Pace,
     job_state,
     launch,
     read_job,
@@ -28,6 +24,7 @@ from selfimprove.engines.jobs import (
     run_training,
     watch,
 )
+from selfimprove.engines.watch import CAP_MARGIN_S, DEFAULT_EXPECTED_S, _cap_deadline, _Pace
 from selfimprove.errors import JobFailed
 from selfimprove.models import HubEnv, RewardFunc
 from selfimprove.rundir import ArmDir, RunDir
@@ -234,7 +231,7 @@ def test_a_resumed_arms_progress_starts_at_its_resume_step(arm: ArmDir, capfd: p
     """iter_N resumes iter_0 at step 50 of 100: its first progress line says 50/100, never 0/100."""
     from types import SimpleNamespace
 
-    from selfimprove.engines.jobs import _progress_bar
+    from selfimprove.engines.watch import _progress_bar
 
     rec = SimpleNamespace(expect=JobExpectation(max_steps=100, start_step=50, num_examples=1))
     with _progress_bar(True, arm, rec) as (bar, task):

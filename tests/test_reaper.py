@@ -15,6 +15,8 @@ import pytest
 
 from selfimprove.engines import procs
 
+from polling import wait_until
+
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="the reaper's prctl calls and /proc are Linux's")
 
 SRC = Path(procs.__file__).resolve().parents[2]
@@ -25,22 +27,13 @@ def _running(pid: int) -> bool:
     return st is not None and st[0] != "Z"
 
 
-def _wait(cond, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.05)
-    return False
-
-
 # A shell that starts a sleeper in a session of its own and one in its group, writes their pids, then `rest`.
 def _spawner(pids: Path, rest: str) -> list[str]:
     return ["sh", "-c", f"setsid sleep 300 & a=$!; sleep 300 & b=$!; echo $a $b > {pids}.tmp; mv {pids}.tmp {pids}; {rest}"]
 
 
 def _pids(path: Path) -> list[int]:
-    assert _wait(path.is_file), "the command never started its children"
+    assert wait_until(path.is_file), "the command never started its children"
     return [int(p) for p in path.read_text().split()]
 
 
@@ -76,7 +69,7 @@ def test_nothing_it_started_outlives_a_sigkilled_phase(tmp_path: Path) -> None:
         children = _pids(pids)
         os.kill(phase.pid, signal.SIGKILL)
         phase.wait()
-        assert _wait(lambda: not any(_running(p) for p in children)), \
+        assert wait_until(lambda: not any(_running(p) for p in children)), \
             f"outlived the killed phase: {[p for p in children if _running(p)]}"
     finally:
         if phase.poll() is None:

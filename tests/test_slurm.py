@@ -38,7 +38,8 @@ SMALL = ["--model", "selfimprove/tiny-arith", "--max-iters", "2", "--steps-per-r
 
 # What a phase does for one arm: run_training with the engine's command and the arm's job name.
 DRIVER = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a background shell (`make test &`) leaves it ignored
 from pathlib import Path
 from selfimprove.engines.jobs import JobExpectation, run_training
 from selfimprove.errors import SelfImproveError
@@ -66,7 +67,8 @@ class Driver:
 
     def __init__(self, root: Path, name: str, overlay: Path, *, fault: str | None = None, flag: str = "",
                  max_steps: int = 2, extra: tuple[str, ...] = ()):
-        env = _env(**({"SELFIMPROVE_FAULT_AT": fault} if fault else {}))
+        # the state tests watch transitions (held, released, cancelled): ask the scheduler every 2 s, not 15
+        env = _env(SELFIMPROVE_SLURM_QUERY_S="2", **({"SELFIMPROVE_FAULT_AT": fault} if fault else {}))
         argv = [sys.executable, "-c", DRIVER, str(root), name, str(overlay), flag or "-", str(max_steps), *extra]
         self.proc = subprocess.Popen(argv,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -225,17 +227,15 @@ def test_cancel_scancels_only_this_runs_job_and_notes_why(slurm_cluster, new_run
 # ---------------------------------------------------------------- the whole loop
 
 
-PHASE4_ARMS = ["iter_1_seed1", "iter_1_seed2", "run_a_best_from_iter0", "run_a_best_from_iter0_seed1",
-               "run_a_best_from_iter0_seed2", "run_b_combined_from_base", "run_c_real_from_iter0",
-               "run_c_real_from_iter0_seed1", "run_c_real_from_iter0_seed2"]  # --seeds 3: 9 jobs
+PHASE4_ARMS = ["run_a_best_from_iter0", "run_b_combined_from_base", "run_c_real_from_iter0"]
 
 
 @pytest.fixture(scope="module")
 def slurm_run(slurm_cluster, tmp_path_factory) -> tuple[Path, str]:
-    """`selfimprove run --slurm --seeds 3` to finalize: (run dir, what it printed on stderr)."""
+    """`selfimprove run --slurm` to finalize: (run dir, what it printed on stderr)."""
     root = tmp_path_factory.mktemp("slurm_run")
     overlay = overlay_file(root, slurm_cluster.partition, time="00:30:00")
-    proc = subprocess.run([SELFIMPROVE, "run", "selfimprove-arith", *SMALL, "--seeds", "3",
+    proc = subprocess.run([SELFIMPROVE, "run", "selfimprove-arith", *SMALL,
                            "--runs-dir", str(root / "runs"), "--teacher", TEACHER, "--slurm", str(overlay), "--json"],
                           capture_output=True, text=True, env=_env(OMP_WAIT_POLICY="PASSIVE"), timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -265,8 +265,8 @@ def test_run_through_slurm_to_finalize_with_one_completed_job_per_arm(slurm_clus
 
 @pytest.mark.slow
 def test_phase4_arms_were_submitted_side_by_side(slurm_cluster, slurm_run):
-    """On SLURM --parallel defaults to every pending arm: with --seeds 3 all nine Phase 4 jobs were in the
-    scheduler before the first of them ended (the scheduler's own SubmitTime and EndTime)."""
+    """On SLURM --parallel defaults to every pending arm: the three Phase 4 jobs were all in the scheduler
+    before the first of them ended (the scheduler's own SubmitTime and EndTime)."""
     slurm_run, _printed = slurm_run
     times = {}
     for arm in PHASE4_ARMS:
@@ -274,6 +274,46 @@ def test_phase4_arms_were_submitted_side_by_side(slurm_cluster, slurm_run):
         f = dict(kv.split("=", 1) for kv in slurm_cluster.run("scontrol", "-o", "show", "job", job_id).split() if "=" in kv)
         times[arm] = (f["SubmitTime"], f["EndTime"])
     assert max(sub for sub, _end in times.values()) < min(end for _sub, end in times.values()), times
+
+
+def test_phase4_with_three_seeds_submits_its_nine_arms_at_once(slurm_cluster, run, tmp_path):
+    """`compare --seeds 3` on SLURM queues all nine Phase 4 jobs at once: on the DOWN partition all nine are
+    PENDING together (nothing runs, so this costs only the submissions). `selfimprove cancel` then cancels
+    exactly those nine and leaves the run resumable. (iter_0 / iter_1 come from the fake engine; the
+    launcher is the real CPU engine, which only submits.)"""
+    from selfimprove.rundir import write_model
+    from test_compare import finish_phase3
+
+    finish_phase3(run)  # iter_0, iter_1 on this machine; then the run goes to SLURM for Phase 4
+    cfg = run.read_run()
+    write_model(run.run_json, cfg.model_copy(update={"slurm": str(overlay_file(tmp_path, slurm_cluster.parked))}))
+    env = _env(SELFIMPROVE_RL_CMD=ENGINE, SELFIMPROVE_SLURM_QUERY_S="2")
+    compare = subprocess.Popen([sys.executable, "-c", "import signal, sys\n"
+                                "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+                                "from selfimprove.cli import main\nsys.argv = sys.argv[1:]\nmain()",
+                                "selfimprove", "compare", "--run-dir", str(run.root), "--seeds", "3"],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    ids: dict[str, str] = {}
+    deadline = time.monotonic() + 120
+    while len(ids) < 9:
+        assert time.monotonic() < deadline and compare.poll() is None, (ids, compare.poll())
+        for job in run.root.glob("*/job.json"):
+            rec = json.loads(job.read_text())
+            if rec.get("scheduler") == "slurm" and rec.get("job_id"):
+                ids[job.parent.name] = rec["job_id"]
+        time.sleep(0.3)
+    states = {i: s for i, _n, s in slurm_cluster.jobs()}
+    assert sorted(ids) == sorted(PHASE4_ARMS + ["iter_1_seed1", "iter_1_seed2", "run_a_best_from_iter0_seed1",
+                                                "run_a_best_from_iter0_seed2", "run_c_real_from_iter0_seed1",
+                                                "run_c_real_from_iter0_seed2"]), ids
+    assert [states.get(i) for i in ids.values()] == ["PENDING"] * 9, states  # all nine queued together
+    compare.send_signal(signal.SIGINT)  # stop watching; the jobs stay queued
+    out, _ = compare.communicate(timeout=60)
+    assert compare.returncode == 130, out
+    res = subprocess.run([SELFIMPROVE, "cancel", "--run-dir", str(run.root), "--why", "test"],
+                         capture_output=True, text=True, env=_env())
+    assert res.returncode == 0 and len(res.stdout.strip().splitlines()) == 9, res
+    assert [s for i, _n, s in slurm_cluster.jobs() if i in ids.values()] == ["CANCELLED"] * 9
 
 
 @pytest.mark.slow

@@ -70,6 +70,26 @@ def test_the_overlay_is_recorded_and_every_launch_gets_it_with_the_arms_job_name
     assert merged["deployment"]["type"] == "multi_node"
 
 
+def test_a_copied_run_dir_names_its_jobs_apart_from_the_original(new_run, tmp_path):
+    """A copy of a run with live SLURM jobs must not submit under the original's job names (two live jobs
+    of one name; the name lookup after a kill -9 could adopt the other run's job): its names carry a tag
+    of its own path. The original keeps si-<run id>-<arm>, and so does a run.json from before `home`."""
+    import shutil
+
+    overlay = _write(tmp_path / "cluster.toml", '[slurm]\npartition = "gpu"\n')
+    original = RunDir(new_run("selfimprove-arith", "--slurm", str(overlay)))
+    cfg = original.read_run()
+    assert cfg.home == str(original.root.resolve())
+    copy = RunDir(shutil.copytree(original.root, tmp_path / "elsewhere" / original.root.name))
+    in_original, in_copy = (launch_extras(rd, rd.read_run(), "iter_2")[2] for rd in (original, copy))
+    assert in_original == f"si-{cfg.run_id}-iter_2"
+    tag = in_copy.removeprefix(f"si-{cfg.run_id}-").removesuffix("-iter_2")
+    assert len(tag) == 6 and in_copy != in_original
+    assert launch_extras(copy, copy.read_run(), "iter_2")[2] == in_copy  # stable: re-runs find their job
+    older = cfg.model_copy(update={"home": None})
+    assert launch_extras(copy, older, "iter_2")[2] == f"si-{cfg.run_id}-iter_2"
+
+
 def test_without_slurm_a_launch_gets_nothing(new_run):
     rd = RunDir(new_run())
     assert launch_extras(rd, rd.read_run(), "iter_0") == ([], {}, None)
@@ -220,3 +240,42 @@ def test_the_shipped_example_overlays_pass_the_key_check_in_both_dialects(dialec
     cfg = read_overlay(path, dialect.keys_file)
     assert cfg["slurm"]["partition"] == "h100"
     assert ("deployment" in cfg) == (name == "multinode.toml")
+
+
+def test_the_watcher_asks_the_scheduler_gently_and_at_once_when_the_files_say_done(tmp_path, monkeypatch):
+    """The output files are read every POLL_S, the scheduler only every query_every_s (slurmctld serves
+    the whole cluster), except that a complete final eval makes the watcher ask at once for the end."""
+    import threading
+    import time
+
+    from selfimprove.engines import slurm_jobs, watch
+    from selfimprove.engines.job_record import JobExpectation, JobRecord, write_job
+    from selfimprove.rundir import ArmDir
+
+    arm = ArmDir(tmp_path, "iter_0")
+    arm.dir.mkdir(parents=True)
+    expect = JobExpectation(max_steps=2, num_examples=5).for_arm(arm)
+    write_job(arm, JobRecord(pid=0, pgid=0, proc_start=None, cmd=["rl"], cwd=str(tmp_path), host="h",
+                             start_ts=time.time(), launch=1, log=str(arm.train_log), expect=expect,
+                             scheduler="slurm", job_id="42", job_name="si-x-iter_0", job_log=str(tmp_path / "j.log")))
+    asked: list[float] = []
+    done = threading.Event()
+
+    def query(job_id):
+        asked.append(time.monotonic())
+        state = "COMPLETED" if done.is_set() else "RUNNING"
+        return slurm.JobInfo(job_id, state, None, None, "0:0" if done.is_set() else None, "squeue")
+
+    def finish():  # the job writes its final eval, then ends
+        Path(expect.eval_file).parent.mkdir(parents=True, exist_ok=True)
+        Path(expect.eval_file).write_text("{}\n" * 5)
+        done.set()
+
+    monkeypatch.setattr(slurm, "query", query)
+    monkeypatch.setattr(slurm_jobs, "POLL_S", 0.05)
+    monkeypatch.setenv("SELFIMPROVE_SLURM_QUERY_S", "60")
+    threading.Timer(1.0, finish).start()
+    t0 = time.monotonic()
+    res = watch.watch(arm, progress=False, poll_s=0.05)
+    assert res.status == "succeeded" and res.rc == 0 and time.monotonic() - t0 < 10
+    assert len(asked) <= 3, asked  # once at the start, then only for the end (not every 0.05 s poll)

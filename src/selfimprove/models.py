@@ -109,6 +109,9 @@ class RunConfig(FileModel):
     # launch gets it as `@ FILE`, so the engine submits each arm as its own SLURM job. null = no SLURM
     # (unless the canonical config holds [slurm]: see phases/slurm_launch.py).
     slurm: str | None = None
+    # The run dir's resolved path at bootstrap. A copied (or moved) run dir is elsewhere: its SLURM job
+    # names then carry a tag of its own path, so a copy never names a job as the original does.
+    home: str | None = None
     wandb_project: str | None = None  # when set, training configs get a [wandb] section
     # Which prime-rl / verifiers dialect the run writes and reads: "seed" (prime-rl 09e297743,
     # classic verifiers envs) or "v1" (prime-rl >= 0.8 at 559b44772, verifiers v1 Tasksets).

@@ -142,6 +142,7 @@ def cancel(job_id: str) -> None:
         raise JobFailed(f"scancel {job_id} failed: {r.stderr.strip() or r.stdout.strip()}")
 
 
-def job_name(run_id: str, arm: str) -> str:
-    """The arm's unique job name, by which a person (squeue -n) and the tool find it."""
-    return f"si-{run_id}-{arm}"
+def job_name(run_id: str, arm: str, place: str | None = None) -> str:
+    """The arm's unique job name, by which a person (squeue -n) and the tool find it. `place` tags a run
+    dir that is not where it was made (a copy): si-<run id>-<place>-<arm>, never the original's name."""
+    return f"si-{run_id}-{place}-{arm}" if place else f"si-{run_id}-{arm}"

@@ -11,7 +11,7 @@ name (phases/slurm_launch.py):
               scheduler: a launcher still running (found by pid, or by the job name in its argv) is
               waited for, then the live job of that name is adopted. So a kill -9 of the CLI at any
               point leaves one job per arm: the next invocation attaches to it by id
-    watch     (jobs._watch_slurm) squeue -> scontrol -> sacct each poll, with the output files: done = the
+    watch     (watch._watch_slurm) squeue -> scontrol -> sacct each poll, with the output files: done = the
               final eval complete AND the scheduler says the job ended (or forgot it); one line per state (below)
 
 A job the scheduler no longer knows (past MinJobAge, no accounting) is judged by its files.
@@ -31,7 +31,18 @@ from ..ui import console
 from . import procs, slurm
 from .job_record import JobRecord, _exit_code, last_lines, on_disk, read_job, tail, write_job
 
-POLL_S = 2.0  # the controller answers every query: poll it gently
+POLL_S = 2.0  # the output files (progress, the final eval) are read this often
+# ... and the scheduler asked this often (squeue + scontrol per arm). slurmctld serves a whole cluster:
+# nine Phase 4 watchers at 2 s would be 9 queries a second. A job's state changes slowly; its files say
+# when it is done, and then the scheduler is asked at once. SELFIMPROVE_SLURM_QUERY_S overrides it.
+QUERY_EVERY_S = 15.0
+
+
+def query_every_s() -> float:
+    try:
+        return max(0.5, float(os.environ.get("SELFIMPROVE_SLURM_QUERY_S", QUERY_EVERY_S)))
+    except ValueError:
+        return QUERY_EVERY_S
 SUBMIT_TIMEOUT_S = 900.0  # the launcher (`uv run rl` may sync its venv first) has this long to submit
 _PROC = Path("/proc")
 

@@ -421,6 +421,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         env_path=env_path,
         canonical_config=config,
         slurm=slurm,
+        home=str(final.resolve()),
         wandb_project=opts.wandb_project,
         steps_per_run=opts.steps_per_run,
         rollouts_per_example=opts.rollouts_per_example,

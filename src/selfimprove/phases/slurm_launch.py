@@ -8,6 +8,7 @@ The engine submits (prime-rl's `rl` and `selfimprove-rl` alike); `engines.jobs` 
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from ..engines.slurm import job_name
@@ -41,5 +42,15 @@ def launch_extras(rd: RunDir, cfg: RunConfig, arm_name: str) -> tuple[list[Path]
     overlay = overlay_path(rd, cfg)
     if overlay is None:
         return [], {}, None
-    name = job_name(cfg.run_id or cfg.dataset, arm_name)
+    name = job_name(cfg.run_id or cfg.dataset, arm_name, place_tag(rd, cfg))
     return [overlay], {"slurm": {"job_name": name}}, name
+
+
+def place_tag(rd: RunDir, cfg: RunConfig) -> str | None:
+    """None where the run dir was made; elsewhere (a copy, or a moved dir) 6 hex of its path. A copy of a
+    run with live jobs would otherwise submit under the original's names: two live jobs of one name, and
+    the name lookup after a kill -9 could adopt the other run's job."""
+    here = str(rd.root.resolve())
+    if cfg.home is None or cfg.home == here:  # run.json from before `home`: the name it always had
+        return None
+    return hashlib.sha256(here.encode()).hexdigest()[:6]
