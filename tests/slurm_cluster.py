@@ -77,7 +77,10 @@ def slurm_conf(root: Path, host: str, cpus: int, memory_mb: int, munge_socket: P
         f"SlurmctldHost={host}(127.0.0.1)",
         f"SlurmctldPort={_free_port()}", f"SlurmdPort={_free_port()}",
         "SlurmUser=root", "SlurmdUser=root",
-        "AuthType=auth/munge", "CredType=cred/munge", f"AuthInfo=socket={munge_socket}",
+        "AuthType=auth/munge", "CredType=cred/munge",
+        # cred_expire also sets how long a requeued job waits before it may start again (default 120 s):
+        # the node-DOWN test's requeue then waits ~30 s, not ~2 min
+        f"AuthInfo=socket={munge_socket},cred_expire=30",
         "ProctrackType=proctrack/linuxproc", "TaskPlugin=task/none",
         "SelectType=select/cons_tres", "SelectTypeParameters=CR_Core",
         "AccountingStorageType=accounting_storage/none", "JobAcctGatherType=jobacct_gather/none",
