@@ -36,15 +36,16 @@ POLL_S = 2.0  # the output files (progress, the final eval) are read this often
 # nine Phase 4 watchers at 2 s would be 9 queries a second. A job's state changes slowly; its files say
 # when it is done, and then the scheduler is asked at once. SELFIMPROVE_SLURM_QUERY_S overrides it.
 QUERY_EVERY_S = 15.0
+SUBMIT_TIMEOUT_S = 900.0  # the launcher (`uv run rl` may sync its venv first) has this long to submit
+_PROC = Path("/proc")
 
 
 def query_every_s() -> float:
+    """Seconds between scheduler queries per job: QUERY_EVERY_S, or SELFIMPROVE_SLURM_QUERY_S (>= 0.5)."""
     try:
         return max(0.5, float(os.environ.get("SELFIMPROVE_SLURM_QUERY_S", QUERY_EVERY_S)))
     except ValueError:
         return QUERY_EVERY_S
-SUBMIT_TIMEOUT_S = 900.0  # the launcher (`uv run rl` may sync its venv first) has this long to submit
-_PROC = Path("/proc")
 
 
 # ---------------------------------------------------------------- submission
