@@ -37,9 +37,10 @@ SMALL = ["--model", "selfimprove/tiny-arith", "--max-iters", "2", "--steps-per-r
          "--rollouts-per-example", "4", "--allow-small-batch", "--eval-examples", "100", "--budget", "30m"]
 
 # What a phase does for one arm: run_training with the engine's command and the arm's job name.
-DRIVER = """
-import signal, sys
-signal.signal(signal.SIGINT, signal.default_int_handler)  # a background shell (`make test &`) leaves it ignored
+# A background shell (`make test &`) leaves SIGINT ignored in what it starts: the tests' Ctrl-C needs it back.
+RESTORE_SIGINT = "import signal, sys\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
+
+DRIVER = RESTORE_SIGINT + """
 from pathlib import Path
 from selfimprove.engines.jobs import JobExpectation, run_training
 from selfimprove.errors import SelfImproveError
@@ -288,9 +289,8 @@ def test_phase4_with_three_seeds_submits_its_nine_arms_at_once(slurm_cluster, ru
     cfg = run.read_run()
     write_model(run.run_json, cfg.model_copy(update={"slurm": str(overlay_file(tmp_path, slurm_cluster.parked))}))
     env = _env(SELFIMPROVE_RL_CMD=ENGINE, SELFIMPROVE_SLURM_QUERY_S="2")
-    compare = subprocess.Popen([sys.executable, "-c", "import signal, sys\n"
-                                "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
-                                "from selfimprove.cli import main\nsys.argv = sys.argv[1:]\nmain()",
+    compare = subprocess.Popen([sys.executable, "-c", RESTORE_SIGINT + "from selfimprove.cli import main\n"
+                                "sys.argv = sys.argv[1:]\nmain()",
                                 "selfimprove", "compare", "--run-dir", str(run.root), "--seeds", "3"],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     ids: dict[str, str] = {}

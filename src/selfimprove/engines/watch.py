@@ -209,9 +209,8 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
                 done = rows >= rec.expect.num_examples
                 console.print(slurm_jobs.state_line(arm, rec, info, eval_complete=done), highlight=False)
             if rows >= rec.expect.num_examples:
-                still = slurm_jobs.wait_end(rec, exit_grace_s, poll_s) if live else False
-                end = slurm.query(rec.job_id) if live and not still else info  # its last word: one line
-                if end is not None and (end.state, end.reason) != seen:
+                still, end = slurm_jobs.wait_end(rec, exit_grace_s, poll_s) if live else (False, info)
+                if not still and end is not None and (end.state, end.reason) != seen:
                     console.print(slurm_jobs.state_line(arm, rec, end, eval_complete=True), highlight=False)
                 return _finish(arm, rec, "succeeded", rows, still_running=still, rc=slurm_jobs.exit_rc(end))
             if not live:
