@@ -15,6 +15,7 @@ comment beside each field from the source, since models.py documents fields in c
 from __future__ import annotations
 
 import ast
+import html
 import inspect
 import io
 import json
@@ -54,7 +55,20 @@ def cli_markdown() -> str:
     intro = ("Every command of `selfimprove`, with the text its `--help` prints. Exit codes: "
              "[exit codes](exit-codes.md); files: [the run directory](run-dir.md).\n\n")
     title, _, rest = body.partition("\n\n")
-    return STAMP + title + "\n\n" + intro + rest.strip() + "\n"
+    return STAMP + title + "\n\n" + intro + _plain_entities(rest.strip()) + "\n"
+
+
+def _plain_entities(markdown: str) -> str:
+    """typer's page is HTML-escaped for its own renderer; in markdown an entity inside a code block
+    shows literally (`&#x27;{&quot;...`). Code blocks (4-space lines) get their text back whole;
+    prose keeps &lt; &gt; &amp; (a bare `<arm>` there would be read as an HTML tag) but not the quotes."""
+    lines = []
+    for line in markdown.split("\n"):
+        if line.startswith("    "):
+            lines.append(html.unescape(line))
+        else:
+            lines.append(line.replace("&#x27;", "'").replace("&quot;", '"'))
+    return "\n".join(lines)
 
 
 # ---------------------------------------------------------------------------------------- run files

@@ -24,7 +24,7 @@ def test_root_help_is_a_small_tutorial(cli):
     assert res.exit_code == 0
     text = res.stdout
     assert "Teacher/student self-improvement" in text
-    assert "selfimprove bootstrap selfimprove-arith" in text  # a worked example
+    assert "selfimprove run selfimprove-arith" in text  # a worked example
     for name in COMMANDS:
         assert name in text
 

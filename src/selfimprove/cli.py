@@ -27,9 +27,14 @@ iter_0 and evaluates on the real environment. Controls then test the best gain.
 Every phase reads and writes a run directory (run.json, metrics.json,
 scratchpad.md); re-running a phase resumes it.
 
-Try it on the embedded CPU default (minutes, no GPU):
+Try the whole loop on the embedded CPU default (minutes, no GPU):
 
-    RUN_DIR=$(selfimprove bootstrap selfimprove-arith --model selfimprove/tiny-arith --budget 15m)
+    selfimprove run selfimprove-arith --model selfimprove/tiny-arith
+
+Or phase by phase, as an agent does (see `selfimprove skill show`):
+
+    RUN_DIR=$(selfimprove bootstrap selfimprove-arith \\
+        --model selfimprove/tiny-arith --budget 15m)
     selfimprove introspect --run-dir $RUN_DIR
     selfimprove status --run-dir $RUN_DIR
 """,

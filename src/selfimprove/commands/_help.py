@@ -7,6 +7,12 @@ help to click's formatter, which rewraps the indented example lines into one. So
 commands keep typer's rich layout and escape their help strings (rich.markup.escape)
 while the help is rendered, and put them back after: nothing persistent is changed, and a
 command added later gets the same treatment through `plain_help(app)` in cli.py.
+
+Below NARROW columns typer's options table gives the description a column of ~19 characters
+and cuts long flag names ("--teacher-input-…"). There each option is stacked instead: its flag
+names and type on a line of their own, the description indented below it at the full width.
+Example lines are kept short in the source (tests/test_help_text.py holds them to 76 characters),
+so no example command wraps mid-command at 80 columns.
 """
 
 from __future__ import annotations
@@ -17,11 +23,52 @@ from typing import Any
 
 import click
 import typer
+import typer.rich_utils as rich_utils
+from rich.console import Group
 from rich.markup import escape
+from rich.padding import Padding
+from rich.panel import Panel
+from rich.text import Text
 from typer.core import TyperCommand, TyperGroup
 from typer.models import DefaultPlaceholder
 
 _HELP_FIELDS = ("help", "short_help", "epilog")
+
+# Below this width the options table squeezes flag names; at 100 its description column holds ~35 characters.
+NARROW = 100
+_TABLE_PANEL = rich_utils._print_options_panel  # typer's own renderer, used at NARROW columns and wider
+
+
+def _stacked_options_panel(*, name, params, ctx, markup_mode, console) -> None:
+    """typer's options panel, one option per block (flags + type, then the description below)."""
+    if console.width >= NARROW or not params:
+        return _TABLE_PANEL(name=name, params=params, ctx=ctx, markup_mode=markup_mode, console=console)
+    blocks = []
+    for param in params:
+        names = list(param.opts) + list(param.secondary_opts)
+        if isinstance(param, click.Argument):
+            names = [getattr(param, "display_name_raw", None) or param.human_readable_name]
+        head = Text(overflow="fold")  # fold, never ellipsis: a flag name is shown whole however narrow
+        if param.required:
+            head.append("* ", style=rich_utils.STYLE_REQUIRED_SHORT)
+        head.append(", ".join(names), style="bold cyan")
+        type_str = param.display_type_rich(ctx=ctx) if hasattr(param, "display_type_rich") else None
+        if type_str:
+            head.append(f"  {type_str}", style=rich_utils.STYLE_TYPES)
+        body = rich_utils._get_parameter_help(param=param, ctx=ctx, markup_mode=markup_mode)
+        blocks += [head, Padding(body, (0, 0, 0, 4))]
+    console.print(Panel(Group(*blocks), border_style=rich_utils.STYLE_OPTIONS_PANEL_BORDER, title=name,
+                        title_align=rich_utils.ALIGN_OPTIONS_PANEL))
+
+
+@contextlib.contextmanager
+def _narrow_layout() -> Iterator[None]:
+    """typer's rich help with options stacked below NARROW columns (restored after the render)."""
+    rich_utils._print_options_panel = _stacked_options_panel
+    try:
+        yield
+    finally:
+        rich_utils._print_options_panel = _TABLE_PANEL
 
 
 @contextlib.contextmanager
@@ -59,7 +106,7 @@ class PlainHelpCommand(TyperCommand):
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         if self.rich_markup_mode != "rich":
             return super().format_help(ctx, formatter)
-        with _escaped(self, []):
+        with _escaped(self, []), _narrow_layout():
             return super().format_help(ctx, formatter)
 
 
@@ -67,7 +114,7 @@ class PlainHelpGroup(TyperGroup):
     def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         if self.rich_markup_mode != "rich":
             return super().format_help(ctx, formatter)
-        with _escaped(self, list(self.commands.values())):
+        with _escaped(self, list(self.commands.values())), _narrow_layout():
             return super().format_help(ctx, formatter)
 
 

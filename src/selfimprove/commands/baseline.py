@@ -43,7 +43,7 @@ def command(
     Example usage:
 
         selfimprove baseline --run-dir $RUN_DIR
-        selfimprove baseline --run-dir $RUN_DIR --json      # quiet, for agents
+        selfimprove baseline --run-dir $RUN_DIR --json  # quiet, for agents
         selfimprove baseline --run-dir $RUN_DIR --resume    # after a crash
     """
     check_job_flags(restart, resume, cap_hours)

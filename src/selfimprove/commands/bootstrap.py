@@ -48,7 +48,8 @@ def command(
 
     Example usage:
 
-        RUN_DIR=$(selfimprove bootstrap selfimprove-arith --model selfimprove/tiny-arith --budget 15m)
+        RUN_DIR=$(selfimprove bootstrap selfimprove-arith \\
+            --model selfimprove/tiny-arith --budget 15m)
     """
     rd = bootstrap(options_from_params(locals()))
     if json_:

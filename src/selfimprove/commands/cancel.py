@@ -25,7 +25,7 @@ def command(
 
     Example usage:
 
-        selfimprove cancel --run-dir $RUN_DIR --arm iter_2 --why "wrong partition"
+        selfimprove cancel --run-dir $RUN_DIR --arm iter_2 --why "wrong queue"
     """
     done = cancel(RunDir(run_dir), arm, why)
     if json_:

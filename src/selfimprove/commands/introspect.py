@@ -42,9 +42,10 @@ def command(
     Example usage:
 
         selfimprove introspect --run-dir $RUN_DIR
-        selfimprove introspect --run-dir $RUN_DIR --env-path ./environments/my_env
-        selfimprove introspect --run-dir $RUN_DIR --env-args '{"num_train": 500}'   # before baseline only
-        selfimprove introspect --run-dir $RUN_DIR --hub-id owner/name               # before baseline only
+        selfimprove introspect --run-dir $RUN_DIR --env-path ./envs/my_env
+        # before baseline only:
+        selfimprove introspect --run-dir $RUN_DIR --env-args '{"num_train": 9}'
+        selfimprove introspect --run-dir $RUN_DIR --hub-id owner/name
     """
     if hub_id is not None:
         check_hub_id(hub_id)

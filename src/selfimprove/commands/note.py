@@ -21,7 +21,7 @@ def command(
 
     Example usage:
 
-        selfimprove note --run-dir $RUN_DIR --compact-failed "context compaction timed out"
+        selfimprove note --run-dir $RUN_DIR --compact-failed "timed out"
     """
     if not compact_failed:
         raise UsageError("nothing to note; pass --compact-failed \"message\"")

@@ -89,9 +89,12 @@ def command(
 
     Example usage:
 
-        selfimprove run selfimprove-arith --model selfimprove/tiny-arith --budget 8m \\
-            --batch-size 256 --teacher examples/arith_teacher.py:ArithTeacher
-        selfimprove run --run-dir runs/selfimprove-arith-2026-11-29T150000Z  # its recorded --teacher
+        selfimprove run selfimprove-arith --model selfimprove/tiny-arith
+        selfimprove run selfimprove-arith --model selfimprove/tiny-arith \\
+            --budget 8m --batch-size 256 \\
+            --teacher examples/arith_teacher.py:ArithTeacher
+        # resume, with its recorded --teacher:
+        selfimprove run --run-dir runs/selfimprove-arith-2026-11-29T150000Z
         selfimprove run selfimprove-arith --teacher llm:gpt-4.1 \\
             --teacher-max-tokens 400000
         selfimprove run selfimprove-arith --teacher llm:Qwen/Qwen3-32B \\

@@ -113,7 +113,7 @@ def profile_cmd(
     Example usage:
 
         selfimprove student profile
-        selfimprove student profile runs/R/iter_0/prime_out/weights/step_50 --json
+        selfimprove student profile runs/R/iter_0/prime_out/weights/step_50
     """
     from ..rl.student import resolve_model
 

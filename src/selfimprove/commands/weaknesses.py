@@ -143,7 +143,8 @@ def command(
     Example usage:
 
         selfimprove weaknesses --run-dir $RUN_DIR
-        selfimprove weaknesses --run-dir $RUN_DIR --group-by my_groups.py:group --json
+        selfimprove weaknesses --run-dir $RUN_DIR --json \\
+            --group-by my_groups.py:group
     """
     if source not in (None, "real", "previous"):
         raise UsageError(f"--source {source}: expected real or previous")
