@@ -23,6 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 RECORD = REPO / "bench" / "out" / "demo.txt"
 README = REPO / "README.md"
+TUTORIAL = REPO / "docs" / "tutorial.md"
+# The pages that show the demo's output: each holds one block between the markers, rewritten with the record.
+PAGES = (README, TUTORIAL)
 START, END = "<!-- demo-table:start -->", "<!-- demo-table:end -->"
 
 # The summary is what `selfimprove run` prints after the "finalize end" phase line: the verdict, then
@@ -57,12 +60,12 @@ def recorded_block(record_text: str) -> str:
     return _between(record_text, "bench/out/demo.txt")
 
 
-def readme_block(readme_text: str) -> str:
-    """The summary inside the README's demo block (its ``` fence stripped)."""
-    inner = _between(readme_text, "README.md").strip("\n")
+def readme_block(readme_text: str, name: str = "README.md") -> str:
+    """The summary inside a page's demo block (its ``` fence stripped): README.md or docs/tutorial.md."""
+    inner = _between(readme_text, name).strip("\n")
     fence = inner.splitlines()
     if len(fence) < 2 or not fence[0].startswith("```") or fence[-1] != "```":
-        raise ValueError(f"README.md: the block between {START} and {END} is not one ``` fence")
+        raise ValueError(f"{name}: the block between {START} and {END} is not one ``` fence")
     return "\n".join(fence[1:-1])
 
 
@@ -86,11 +89,13 @@ def write_record(block: str, *, how: str) -> None:
               f"# {_versions()}; {platform.machine()}, {platform.python_version()}\n")
     RECORD.parent.mkdir(parents=True, exist_ok=True)
     RECORD.write_text(f"{header}{START}\n{block}\n{END}\n")
-    text = README.read_text()
-    _between(text, "README.md")  # the markers must be there before anything is rewritten
-    before, rest = text.split(START, 1)
-    after = rest.split(END, 1)[1]
-    README.write_text(f"{before}{START}\n```\n{block}\n```\n{END}{after}")
+    texts = {page: page.read_text() for page in PAGES}
+    for page, text in texts.items():
+        _between(text, page.name)  # the markers must be there before anything is rewritten
+    for page, text in texts.items():
+        before, rest = text.split(START, 1)
+        after = rest.split(END, 1)[1]
+        page.write_text(f"{before}{START}\n```\n{block}\n```\n{END}{after}")
 
 
 def run_demo() -> tuple[str, float]:
@@ -121,7 +126,7 @@ def main() -> None:
     except ValueError as e:
         sys.exit(f"{args.from_log or 'make demo'}: {e}; nothing recorded")
     write_record(block, how=how)
-    print(f"recorded the demo's summary ({len(block.splitlines())} lines) in {RECORD} and {README}")
+    print(f"recorded the demo's summary ({len(block.splitlines())} lines) in {RECORD}, {README} and {TUTORIAL}")
 
 
 if __name__ == "__main__":
