@@ -28,7 +28,24 @@ from . import check, generator, report
 from .cells import Plan
 from .observe import Obs, _message_text, _obs, _read_json
 from .plan import _Planner
+from .expr import parse_expr
 from .settings import TOTAL_ROWS
+
+SERVES = "selfimprove-arith and envs like it (questions that are bare arithmetic expressions such as 85-(40-12))"
+
+
+def refuse_other_envs(hub_env: dict) -> None:
+    """One line, before any work, when the real env's TRAIN samples are not bare arithmetic expressions:
+    this teacher's planner parses every question as one, and would fail deep inside on anything else."""
+    samples = [s["question"] for s in hub_env.get("train_samples") or []]
+    other = [q for q in samples if parse_expr(q.strip()) is None]
+    if other:
+        from selfimprove.errors import TeacherError
+
+        raise TeacherError(
+            f"examples/arith_teacher.py serves {SERVES} only; env '{hub_env.get('env_id')}' asks e.g. "
+            f"{other[0][:60]!r}: use --teacher llm:MODEL, a coding agent (docs/how-to/coding-agent.md), or "
+            "a teacher of your own (docs/how-to/write-teacher.md)")
 
 
 class ArithTeacher:
@@ -51,6 +68,7 @@ class ArithTeacher:
     # ------------------------------------------------------------ entry point
 
     def write(self, ctx) -> None:
+        refuse_other_envs(ctx.hub_env)
         iter_dir = Path(ctx.iter_dir)
         offset, rules = self._retry_state(iter_dir, ctx.feedback)
         plan, problems = None, ["not planned"]

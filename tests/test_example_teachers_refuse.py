@@ -1,0 +1,64 @@
+"""Every example teacher says which envs it serves and refuses any other in one line (issue 43): on a
+word env the minimal teacher died with ZeroDivisionError deep in its allocation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from selfimprove.errors import TeacherError
+from selfimprove.teacher import call_teacher, load_teacher
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLES = {
+    "minimal_teacher.py": f"{REPO / 'examples' / 'minimal_teacher.py'}:MinimalTeacher",
+    "arith_teacher.py": f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher",
+}
+
+
+def _ctx(tmp_path: Path, questions: list[str]) -> SimpleNamespace:
+    iter_dir = tmp_path / "iter_1"
+    iter_dir.mkdir()
+    (iter_dir / "failures.jsonl").write_text("")
+    hub_env = {"env_id": "word-env", "train_samples": [{"question": q, "answer": "3"} for q in questions],
+               "parser_config": {"answer_field": "answer"}}
+    return SimpleNamespace(iteration=1, iter_dir=iter_dir, run_dir=tmp_path, failures_path=iter_dir / "failures.jsonl",
+                           analysis={"eval_acc_prev": 0.5}, hub_env=hub_env, prior_iterations=[], feedback=None,
+                           weakness={"real": {"groups": []}})
+
+
+def test_every_example_teacher_is_covered() -> None:
+    assert {p.name for p in (REPO / "examples").glob("*teacher*.py")} == set(EXAMPLES)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_an_example_teacher_refuses_a_word_env_in_one_line(tmp_path: Path, name: str) -> None:
+    ctx = _ctx(tmp_path, ["How many r's are in the word strawberry?", "Spell 'cat' backward."])
+    with pytest.raises(TeacherError) as err:
+        call_teacher(load_teacher(EXAMPLES[name]), ctx)
+    message = str(err.value)
+    assert "\n" not in message and f"examples/{name} serves" in message and "word-env" in message
+    assert "--teacher llm:MODEL" in message  # what to do instead
+    assert sorted(p.name for p in ctx.iter_dir.iterdir()) == ["failures.jsonl"]  # nothing written
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_an_example_teacher_accepts_its_own_env(name: str) -> None:
+    """The check passes the embedded env's questions (the refusal is not a blanket one)."""
+    import importlib.util
+
+    module_path = REPO / "examples" / ("minimal_teacher.py" if name == "minimal_teacher.py" else "arith_teacher_parts/teacher.py")
+    if name == "arith_teacher.py":
+        import sys
+
+        sys.path.insert(0, str(REPO / "examples"))
+        from arith_teacher_parts.teacher import refuse_other_envs
+    else:
+        spec = importlib.util.spec_from_file_location("minimal_teacher_check", module_path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        refuse_other_envs = module.refuse_other_envs
+    refuse_other_envs({"env_id": "selfimprove-arith", "train_samples": [{"question": "47+38", "answer": "85"},
+                                                                        {"question": "903-4", "answer": "899"}]})
