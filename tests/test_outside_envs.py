@@ -307,9 +307,16 @@ def test_summary_names_the_split_and_the_accuracy_rule_it_used(run):
     run.write_hub_env(hub)
     summary = json.loads(run.iter(0).eval_summary.read_text())
     summary["correct_rule"] = "reward >= 0.5"
+    for e in summary["per_example"]:  # a 0/1 reward: the threshold is exact correctness, no note (issue 43)
+        e["reward"] = e["correct"] = float(e["correct"] >= 0.5)
     run.iter(0).eval_summary.write_text(json.dumps(summary))
     table = build_table(RunContext.load(run))
     assert {r["eval_split"] for r in table["rows"]} == {"train (no eval split)"}
+    assert table["accuracy_rule"] is None
+    summary["per_example"][0]["reward"] = 0.7  # a continuous reward: the note says what eval_acc means
+    summary["per_example"][0]["correct"] = 1.0
+    run.iter(0).eval_summary.write_text(json.dumps(summary))
+    table = build_table(RunContext.load(run))
     assert table["accuracy_rule"].startswith("eval_acc = share of eval examples with reward >= 0.5")
 
 

@@ -236,7 +236,11 @@ def _no_signal(cfg: RunConfig) -> str | None:
 def _accuracy_rule(rd: RunDir) -> str | None:
     """Says what eval_acc means when the env has no is_correct metric: a threshold on the reward."""
     summary = _summary(rd, "iter_0")
-    if summary is not None and summary.correct_rule == RULE_REWARD:
+    # On a 0/1 reward the threshold IS exact correctness (each example's reward mean equals its share of
+    # rollouts judged correct): the note would only be noise in the summary.
+    binary = summary is not None and bool(summary.per_example) and all(
+        abs(e.reward - e.correct) < 1e-9 for e in summary.per_example)
+    if summary is not None and summary.correct_rule == RULE_REWARD and not binary:
         return ("eval_acc = share of eval examples with reward >= 0.5: the env's rubric reports no is_correct "
                 "metric, so on a continuous reward this is a threshold, not exact correctness (see eval_reward_mean)")
     return None

@@ -33,24 +33,27 @@ def _side(mean: float, sd: float | None, n: int, fixed: bool) -> str:
 
 
 def seed_test_lines(tests: list[dict]) -> list[str]:
-    """One line per seed-aware test: both sides as mean ± sd (n seeds), n examples, delta, CI, t, df, p, verdict."""
-    lines = []
+    """One line per seed-aware test that ran: both sides as mean ± sd (n seeds), n examples, delta, CI, t, df,
+    p, verdict. The pairs with no test (one seed on a side, or every seed scored alike) share one line that
+    names them and why, instead of a line each that says no test ran."""
+    lines, untested = [], []
     for c in tests:
         head = f"{c['a']} vs {c['b']}"
-        if c.get("test") is None:
-            lines.append(f"{head}: {c.get('note') or 'no test'}")
+        if c.get("test") is None or c["p"] is None:
+            untested.append((head, c.get("note") or "no test"))
             continue
         sides = (f"{_side(c['mean_a'], c['sd_a'], c['n_a'], False)} vs "
                  f"{_side(c['mean_b'], c['sd_b'], c['n_b'], c['test'] == 'one-sample')} "
                  f"on {c['n_examples']} shared eval examples, delta {c['delta']:+.3f}")
-        if c["p"] is None:  # one seed on a side (verdict UNMEASURED), or all seeds scored alike (untested)
-            tail = "" if c["verdict"] == c["note"] else f" -> {c['verdict']}"
-            lines.append(f"{head}: {sides}: {c['note']}, no seed-aware test{tail}")
-            continue
         lo, hi = c["ci95"]
         name = "Welch t-test" if c["test"] == "welch" else "one-sample t-test"
         lines.append(f"{head}: {sides} [95% CI {lo:+.3f}, {hi:+.3f}], {name} t={c['t']:.2f}, df={c['df']:.1f}, "
                      f"p={c['p']:.3g} -> {c['verdict']}")
+    if untested:
+        by_why: dict[str, list[str]] = {}
+        for head, why in untested:
+            by_why.setdefault(why, []).append(head)
+        lines += [f"not tested ({why}): {', '.join(heads)}" for why, heads in by_why.items()]
     return lines
 
 
