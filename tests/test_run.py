@@ -50,7 +50,17 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     proc = selfimprove("run", "selfimprove-arith", *SMALL, "--runs-dir", str(runs), "--teacher", TEACHER, "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads(proc.stdout)
+    (runs / "run.stderr").write_text(proc.stderr)  # the console lines (stdout holds --json's object)
     return Path(result["run_dir"])
+
+
+def test_run_prints_one_line_per_phase_event(finished_run: Path) -> None:
+    """`run` prints each phase's start and end once (introspect printed its own start and done beside them)."""
+    lines = (finished_run.parent / "run.stderr").read_text().splitlines()
+    for phase in ("introspect", "baseline", "compare", "finalize"):
+        starts = [ln for ln in lines if re.match(rf"\d\d:\d\d:\d\d {phase} start\b", ln)]
+        assert len(starts) == 1, (phase, starts)
+    assert not [ln for ln in lines if re.match(r"\d\d:\d\d:\d\d introspect done\b", ln)]
 
 
 def test_run_end_to_end(finished_run: Path) -> None:

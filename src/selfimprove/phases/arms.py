@@ -186,8 +186,13 @@ def note_budget_in_force(arm: ArmDir, toml: Path, quiet: bool) -> list[str]:
     cuts = completion_budget_cuts(arm.prime_out)
     if not cuts:
         return []
-    if not quiet:
-        console.print(f"{arm.name}: the engine cut the completion budget: {'; '.join(cuts)}; see {toml}",
+    # One console line per run, not per arm (issue 43: the demo printed it for all six arms): an arm whose
+    # cut is iter_0's says nothing more; its rl.toml is still annotated below.
+    first = RunDir(arm.dir.parent).iter(0)
+    said = arm.dir != first.dir and completion_budget_cuts(first.prime_out) == cuts
+    if not quiet and not said:
+        console.print(f"{arm.name}: the engine cut the completion budget: {'; '.join(cuts)}; see {toml} "
+                      "(every arm with the same cut gets the same note in its rl.toml, without this line)",
                       highlight=False, markup=False, soft_wrap=True)
     try:
         text = toml.read_text(encoding="utf-8")

@@ -224,7 +224,7 @@ def _refuse_unless_running(rd: RunDir, cfg: RunConfig, hub_id: str | None) -> bo
 
 def introspect(
     rd: RunDir, env_path: str | None = None, timeout: float = vc.INTROSPECT_TIMEOUT_S,
-    env_args: dict[str, Any] | None = None, hub_id: str | None = None,
+    env_args: dict[str, Any] | None = None, hub_id: str | None = None, announce: bool = True,
 ) -> IntrospectResult:
     """Run Phase 1 on a run dir; returns what was written to hub_env.json.
 
@@ -252,7 +252,8 @@ def introspect(
         # run.json first, the header after it: a kill in between is repaired by any re-run
         _sync_header(rd, cfg)
         python = env_python_of(cfg)
-        phase_line("start", "introspect")
+        if announce:  # `selfimprove run` prints its own start/end lines around each phase: one line per event
+            phase_line("start", "introspect")
         source, steps, recorded_path = _make_available(rd, cfg, env_path, python)
         if recorded_path and recorded_path != cfg.env_path:  # installed: recorded now, so a failure below loses nothing
             cfg.env_path = recorded_path
@@ -297,5 +298,6 @@ def introspect(
         _upsert_scratchpad(rd, scratchpad_entry(hub))
         fault_point("introspect")
         rd.write_hub_env(hub)  # last: its presence marks Phase 1 done
-        phase_line("done", "introspect")
+        if announce:
+            phase_line("done", "introspect")
         return IntrospectResult(hub_env=hub, steps=list(steps))

@@ -123,7 +123,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
         return {**_timed(rd, "finalize", lambda: finalize(rd), timings), "timings_s": timings}
     record_seeds(rd, seeds)
     if not rd.hub_env_json.is_file():
-        _timed(rd, "introspect", lambda: introspect(rd), timings)
+        _timed(rd, "introspect", lambda: introspect(rd, announce=False), timings)
     if rd.read_run().status == "aborted":  # re-read: introspect records an env it cannot load as an abort
         return {**finalize(rd), "timings_s": timings}
     _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal), timings)
