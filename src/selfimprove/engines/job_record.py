@@ -42,6 +42,9 @@ class JobRecord(FileModel):
     pid: int  # the wrapper shell; also the process-group and session leader
     pgid: int
     proc_start: int | None  # /proc/<pid>/stat starttime: tells our pid from a recycled one
+    # SELFIMPROVE_JOB_TOKEN in the job's environment: what proves a live pid is this record's job (procs.py);
+    # None (a record from before tokens, or a SLURM job adopted by name) never counts as a live local process
+    token: str | None = None
     cmd: list[str]  # the engine command (without the wrapper)
     cwd: str
     host: str

@@ -28,7 +28,7 @@ def job_alive(rec: JobRecord) -> bool:
         return slurm_jobs.alive(rec)
     if rec.host != socket.gethostname():
         raise RunDirError(f"job.json: the job was launched on host {rec.host}; re-run this command there")
-    return procs.alive(rec.pid, rec.pgid, rec.proc_start)
+    return procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token)
 
 
 def job_state(arm: ArmDir, expect: JobExpectation | None = None) -> JobState:
@@ -65,7 +65,7 @@ def describe_elsewhere(arm: ArmDir, rec: JobRecord, old: Path) -> str:
     healthy and its files stay where they are (issue 36: the advice to move them took a live run's output
     away). A moved run dir's old path is gone or holds only the job's late output."""
     orig = old.parent.parent
-    alive = rec.host == socket.gethostname() and procs.alive(rec.pid, rec.pgid, rec.proc_start)
+    alive = rec.host == socket.gethostname() and procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token)
     job = f"the job (pid {rec.pid}, {'still training' if alive else 'not running here'})"
     if (orig / "run.json").is_file() and orig.resolve() != arm.dir.parent.resolve():
         wait = (f"wait for it to end and go on with the original (`--run-dir {orig}`), or " if alive
@@ -94,6 +94,11 @@ def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
     ck, ro = on_disk(arm)
     rc = _exit_code(arm, rec)
     rows = LineCounter(Path(rec.expect.eval_file)).count()
+    if rec.host == socket.gethostname() and procs.identify(rec.pid, rec.pgid, rec.proc_start, rec.token) == "foreign":
+        # never attached to, waited on or signalled: pid, pgid, start time and token must all match (procs.py)
+        return (f"{arm.name}: {arm.job_file} names pid {rec.pid}, which runs but is not this arm's job (another "
+                f"process now, or a record this tool did not write); it was not touched, and the job counts as "
+                f"ended: {resume_options(arm, rec.expect.max_steps)}")
     cause = setup_failure(Path(rec.log))
     if cause:  # a relaunch dies the same way: the cause and its fix, not --restart/--resume
         return (f"{arm.name}: the training job (pid {rec.pid}, launch #{rec.launch}) exited"

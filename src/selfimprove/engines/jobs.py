@@ -62,7 +62,8 @@ def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: 
     for stale in (_rc_path(arm), result_path(arm)):
         stale.unlink(missing_ok=True)
     n = (prev.launch + 1) if prev else 1
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # engine output reaches train.log as it happens
+    token = procs.new_token()  # in the job's environment: what proves a live pid is this job (engines/procs.py)
+    env = {**procs.token_env(token), "PYTHONUNBUFFERED": "1"}  # engine output reaches train.log as it happens
     with open(arm.train_log, "ab") as log:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         log.write(f"\n[selfimprove] {stamp} launch #{n}: {' '.join(cmd)}\n".encode())
@@ -76,7 +77,7 @@ def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: 
     if job_name:
         fault_point(f"submit:{arm.name}")  # launcher started, job.json not written: found by its argv, then by name
     rec = JobRecord(
-        pid=proc.pid, pgid=proc.pid, proc_start=procs.start_time(proc.pid), cmd=list(cmd), cwd=os.getcwd(),
+        pid=proc.pid, pgid=proc.pid, proc_start=procs.start_time(proc.pid), token=token, cmd=list(cmd), cwd=os.getcwd(),
         host=socket.gethostname(), start_ts=time.time(), launch=n, resume_step=resume_step,
         log=str(arm.train_log), expect=expect, scheduler="slurm" if job_name else None, job_name=job_name,
     )

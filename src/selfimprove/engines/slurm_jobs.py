@@ -102,7 +102,7 @@ def _wait_gone(alive, what: str, arm: ArmDir) -> None:
 
 def record_submission(arm: ArmDir, rec):
     """Wait for the launcher to exit, then record the job it submitted in job.json (None: it submitted none)."""
-    _wait_gone(lambda: procs.alive(rec.pid, rec.pgid, rec.proc_start), f"the engine's launcher (pid {rec.pid})", arm)
+    _wait_gone(lambda: procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token), f"the engine's launcher (pid {rec.pid})", arm)
     job_id = slurm.submitted_id(launch_output(arm, rec.launch))
     fault_point(f"submitted:{arm.name}")  # submitted, job.json without its id: the name lookup finds it
     if job_id is None:  # the line is missing (a quiet launcher): the arm's unique name says which job
@@ -126,7 +126,7 @@ def settle(arm: ArmDir, name: str, expect):
     if rec is not None and rec.scheduler == "slurm" and rec.job_id is not None:
         return rec
     if rec is not None and rec.scheduler == "slurm":  # recorded launcher, id not yet: wait for it, then ask
-        if rec.pid and procs.alive(rec.pid, rec.pgid, rec.proc_start):
+        if rec.pid and procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token):
             return record_submission(arm, rec)
     else:  # no record (or one from before SLURM): a launcher that was never recorded may still be submitting
         _wait_gone(lambda: bool(launchers_running(name)), f"an unrecorded launcher of job {name}", arm)
@@ -158,7 +158,7 @@ def settle(arm: ArmDir, name: str, expect):
 def alive(rec) -> bool:
     """The scheduler holds the job (pending, running, requeued, ...); before the id is known, the launcher runs."""
     if rec.job_id is None:
-        return bool(rec.pid) and procs.alive(rec.pid, rec.pgid, rec.proc_start)
+        return bool(rec.pid) and procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token)
     info = slurm.query(rec.job_id)
     return info is not None and info.live
 
