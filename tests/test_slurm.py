@@ -165,7 +165,7 @@ def test_kill_while_running_attaches_to_the_running_job(slurm_cluster, tmp_path)
     assert rc == -signal.SIGKILL
     rc, out = drive(tmp_path, name, overlay, until=" RUNNING; log ")
     ids = live_ids(slurm_cluster, name)
-    assert len(ids) == 1 and f"attaching to the running job (SLURM job {ids[0]}" in out, out
+    assert len(ids) == 1 and f"following SLURM job {ids[0]} (the scheduler says" in out, out
     slurm_cluster.run("scancel", ids[0])
 
 

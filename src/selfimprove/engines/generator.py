@@ -4,7 +4,6 @@ Unlike the detached training job, a generator must not outlive the `iterate` tha
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading

@@ -230,8 +230,10 @@ def state_line(arm: ArmDir, rec, info: "slurm.JobInfo | None", eval_complete: bo
         return (f"{head} PENDING ({info.reason}): held, it never starts by itself; log {log}; next: "
                 f"`scontrol release {rec.job_id}` to let it start, or `selfimprove cancel` to give up")
     if info.state in slurm.REQUEUED_STATES or (info.state == "PENDING" and info.restarts):
-        return (f"{head} {info.state} ({info.reason or 'no reason given'}): requeued (restart {info.restarts}), "
-                f"the same job continues from its log {log}; next: wait")
+        why = f" ({info.reason})" if info.state == "PENDING" and info.reason else ""
+        count = f" (restart {info.restarts})" if info.restarts else ""
+        return (f"{head} {info.state}{why}: requeued{count}, the same job continues (its log {log} goes on); "
+                f"next: wait")
     if info.state == "PENDING":
         return (f"{head} PENDING ({info.reason or 'no reason given'}); log {log}; next: wait, the scheduler starts it "
                 f"(`selfimprove status` shows it; never resubmit; `selfimprove cancel` to give up)")
