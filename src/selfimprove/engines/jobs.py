@@ -64,6 +64,8 @@ def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: 
     n = (prev.launch + 1) if prev else 1
     token = procs.new_token()  # in the job's environment: what proves a live pid is this job (engines/procs.py)
     env = {**procs.token_env(token), "PYTHONUNBUFFERED": "1"}  # engine output reaches train.log as it happens
+    if job_name:  # sbatch's own variable (it overrides the script's directives): a requeue appends to the
+        env["SBATCH_OPEN_MODE"] = "append"  # job's log instead of wiping why it stopped, whatever the template
     with open(arm.train_log, "ab") as log:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         log.write(f"\n[selfimprove] {stamp} launch #{n}: {' '.join(cmd)}\n".encode())

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
-from ..errors import JobFailed
+from ..errors import ConfigError, JobFailed
 
 SUBMITTED = re.compile(r"Submitted batch job (\d+)")
 QUERY_TIMEOUT_S = 30.0
@@ -78,6 +78,45 @@ class JobInfo:
 
 def available() -> bool:
     return shutil.which("squeue") is not None and shutil.which("sbatch") is not None
+
+
+CHECK_ENV = "SELFIMPROVE_SLURM_CHECK"  # "0": prepare a run dir off the cluster (the checks below are skipped)
+
+
+def check_overlay(slurm: dict, where: str) -> None:
+    """The overlay's [slurm] values as the scheduler sees them, before a run dir is made (issue 41: a partition
+    that does not exist, `time = "abc"` or no sbatch passed bootstrap and failed at iter_0): sbatch and squeue on
+    PATH, the partition known to `sinfo`, and `sbatch --test-only` accepting partition, time and account.
+    Raises ConfigError in one line naming the file, the key and the fix."""
+    import os
+
+    if os.environ.get(CHECK_ENV) == "0":
+        return
+    skip = f"(to prepare the run dir off the cluster, set {CHECK_ENV}=0)"
+    if not available():
+        raise ConfigError(f"{where}: sbatch/squeue are not on PATH: run this on a SLURM login node {skip}")
+    partition = slurm.get("partition")
+    if partition:
+        r = _run(["sinfo", "-h", "-o", "%R"])
+        if r is None or r.returncode != 0:
+            raise ConfigError(f"{where}: cannot reach the scheduler to check slurm.partition (`sinfo`: "
+                              f"{(r.stderr.strip().splitlines() or ['no answer'])[-1] if r else 'no answer'}); "
+                              f"retry once `sinfo` answers {skip}")
+        known = sorted({p.strip() for p in r.stdout.split()})
+        if str(partition) not in known:
+            raise ConfigError(f"{where}: slurm.partition {partition!r} is not a partition of this cluster (sinfo "
+                              f"lists: {', '.join(known) or 'none'}); set one of those")
+    argv = ["sbatch", "--test-only", "--job-name=si-check", "--wrap=true"]
+    for key, flag in (("partition", "--partition"), ("time", "--time"), ("account", "--account")):
+        if slurm.get(key):
+            argv.append(f"{flag}={slurm[key]}")
+    r = _run(argv)
+    if r is None:
+        raise ConfigError(f"{where}: `sbatch --test-only` gave no answer; retry once the scheduler answers {skip}")
+    if r.returncode != 0:
+        said = (r.stderr.strip().splitlines() or r.stdout.strip().splitlines() or ["(nothing)"])[-1]
+        key = "slurm.time" if "time" in said.lower() else "slurm.account" if "account" in said.lower() else "[slurm]"
+        raise ConfigError(f"{where}: the scheduler refuses {key} ({' '.join(argv[2:])}): {said}; fix {key}")
 
 
 def _run(argv: list[str]) -> subprocess.CompletedProcess | None:
