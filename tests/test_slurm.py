@@ -252,7 +252,8 @@ def test_a_controller_outage_is_waited_out_never_read_as_the_end_of_the_job(slur
     final eval: one job for the arm, COMPLETED."""
     run_dir = new_run()
     name = own_name(run_dir)
-    driver = Driver(run_dir, name, overlay_file(tmp_path, slurm_cluster.partition), max_steps=4)
+    driver = Driver(run_dir, name, overlay_file(tmp_path, slurm_cluster.partition), max_steps=4,
+                    extra=("--orchestrator.eval.num-examples", "10", "--no-orchestrator.eval.eval-base-model"))
     job_id = wait_for_job(slurm_cluster, name)
     driver.wait_for(f"SLURM job {job_id} RUNNING")
     t0 = time.monotonic()
