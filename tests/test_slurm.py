@@ -248,7 +248,7 @@ def test_cancel_scancels_only_this_runs_job_and_notes_why(slurm_cluster, new_run
 def test_a_controller_outage_is_waited_out_never_read_as_the_end_of_the_job(slurm_cluster, new_run, tmp_path):
     """issue 41: with slurmctld down, squeue and scontrol fail, which the watcher once read as "no longer known"
     (the arm failed while its job ran on). Now: one "cannot reach the scheduler" line, --restart and cancel
-    refuse (exit 75), status says so, and once the controller is back the same watch ends with the job's
+    refuse (exit 75) while it lasts (about a minute: each query of a down controller takes ~18 s), and once the controller is back the same watch ends with the job's
     final eval: one job for the arm, COMPLETED."""
     run_dir = new_run()
     name = own_name(run_dir)
@@ -265,15 +265,16 @@ def test_a_controller_outage_is_waited_out_never_read_as_the_end_of_the_job(slur
         res = subprocess.run([SELFIMPROVE, "cancel", "--run-dir", str(run_dir)], capture_output=True, text=True,
                              env=_env())
         assert res.returncode == 75 and "cannot reach the SLURM scheduler" in res.stderr, res
-        assert f"SLURM job {job_id} iter_0: UNREACHABLE" in "\n".join(status_lines(run_dir))
-        time.sleep(max(0.0, 30 - (time.monotonic() - t0)))  # a 30 s outage: every query above failed in it
+        # (status's UNREACHABLE line: tests/test_untrusted_jobs.py; each query of a down controller takes ~18 s)
     finally:
+        outage = time.monotonic() - t0
         slurm_cluster.start_controller()
     out = driver.finish(timeout=240)
     assert driver.proc.returncode == 0, out
     assert out.count("cannot reach the scheduler") == 1, out  # one line for the outage, not one per poll
     assert "no longer known" not in out and "--restart" not in out.split("cannot reach the scheduler")[1], out
     assert [(i, s) for i, _n, s in slurm_cluster.jobs(name)] == [(job_id, "COMPLETED")]
+    print(f"controller outage: {outage:.0f} s")
 
 
 # ---------------------------------------------------------------- the whole loop

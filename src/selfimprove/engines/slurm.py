@@ -205,6 +205,8 @@ def query(job_id: str) -> JobInfo | None:
     if not JOB_ID.fullmatch(job_id or ""):  # job.json's model refuses these; never pass one to a command
         raise JobFailed(f"job id {job_id!r}: not a SLURM job id (digits only)")
     queued = _squeue(job_id)
+    if queued is _NO_ANSWER:  # a client facing a down controller retries for ~18 s: do not pay it twice
+        return unreachable(job_id)
     detail = _scontrol(job_id)
     found = [i for i in (queued, detail) if isinstance(i, JobInfo)]
     if len(found) == 2:  # squeue's state and reason, scontrol's log, exit code and name
