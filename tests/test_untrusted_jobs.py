@@ -329,3 +329,22 @@ def test_token_env_is_what_a_launched_job_carries(tmp_path) -> None:
         assert f"{procs.TOKEN_ENV}={rec.token}".encode() in env
     finally:
         os.killpg(rec.pgid, 9)
+
+
+def test_a_watcher_whose_run_dir_is_moved_stops_without_re_creating_the_old_path(tmp_path) -> None:
+    """issue 41 (Why 11): every write of the tool creates its parent dirs, so a watcher that wrote on after a
+    move re-created the old path. It stops watching instead, naming the fix; the job is left running."""
+    import threading
+
+    from selfimprove.rundir import ArmDir
+
+    old, new = tmp_path / "run", tmp_path / "moved"
+    arm = ArmDir(old, "iter_0")
+    rec = launch(arm, ["sleep", "60"], JobExpectation(max_steps=2, num_examples=3))
+    try:
+        threading.Timer(0.5, lambda: old.rename(new)).start()
+        with pytest.raises(JobFailed, match="gone while this command watched it .*--run-dir at the run dir's new place"):
+            watch.watch(arm, progress=False, poll_s=0.05)
+        assert not old.exists() and procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token)
+    finally:
+        os.killpg(rec.pgid, 9)

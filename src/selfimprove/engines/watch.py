@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import RunDirError
+from ..errors import JobFailed, RunDirError
 from ..faults import fault_point
 from ..rundir import ArmDir, write_model
 from ..ui import PlainProgress, console
@@ -153,6 +153,7 @@ def watch(
         while True:
             if _GROUP is not None and _GROUP.stopped:  # another arm's watcher failed or was interrupted
                 raise KeyboardInterrupt
+            _still_here(arm, rec)
             # Liveness BEFORE the row count: a job that completes the file and exits
             # between the two reads is then seen as done, never as failed.
             is_alive = job_alive(rec)
@@ -196,6 +197,7 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
         while True:
             if _GROUP is not None and _GROUP.stopped:
                 raise KeyboardInterrupt
+            _still_here(arm, rec)
             # The scheduler BEFORE the rows (an ending job is then seen as done); its answer is reused for
             # query_every_s, as one asked before the rows were read it keeps that order.
             if asked_at is None or time.monotonic() - asked_at >= every_s:
@@ -233,6 +235,17 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
                 bar.update(task, completed=max(_step_now(arm, rec) or 0, rec.expect.start_step),
                            reward=_fmt(rewards.update()))
             time.sleep(poll_s)
+
+
+def _still_here(arm: ArmDir, rec: JobRecord) -> None:
+    """Stop watching once job.json is gone from where this watcher found it: the run dir was moved (or
+    deleted) meanwhile. Every write of the tool creates its parent dirs, so writing on (job_result.json,
+    job.json) would re-create the old path beside the moved run dir."""
+    if not arm.job_file.exists():
+        which = f"SLURM job {rec.job_id}" if rec.scheduler == "slurm" else f"pid {rec.pid}"
+        raise JobFailed(f"{arm.dir}: gone while this command watched it (the run dir was moved or deleted); the job "
+                        f"({which}) was left running; re-run the command with --run-dir at the run dir's new place "
+                        "to attach to it")
 
 
 def _step_now(arm: ArmDir, rec: JobRecord) -> int | None:
