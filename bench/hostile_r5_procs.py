@@ -9,6 +9,7 @@ then judges the same command's exit code, message and run dir."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -85,9 +86,22 @@ def slurm_job_json(run: Path, job_id: str, name: str, arm: str = "iter_0") -> No
                            job_name=name, expect=JobExpectation(max_steps=4, num_examples=20).for_arm(a)))
 
 
+VICTIMS: list[subprocess.Popen] = []
+
+
 def victim() -> subprocess.Popen:
-    """Someone else's process: not started by the tool, so it carries no job token."""
-    return subprocess.Popen(["sleep", "120"], start_new_session=True)
+    """Someone else's process: not started by the tool, so it carries no job token. It lives until the bench
+    ends (atexit), longer than any case (a case's `iterate --once` can take minutes on a busy machine)."""
+    v = subprocess.Popen(["sleep", "3600"], start_new_session=True)
+    VICTIMS.append(v)
+    return v
+
+
+@atexit.register
+def _kill_victims() -> None:
+    for v in VICTIMS:
+        v.kill()
+        v.wait()
 
 
 # ---------------------------------------------------------------- forged local records
@@ -129,7 +143,6 @@ def _(tmp, t):
     p = cli(["iterate", "--run-dir", str(run), "--once"], tmp)
     assert v.poll() is None, "a process group the tool did not start was signalled"
     assert p.returncode == 0 and p.stderr.count("gen.pid") == 1 and "dropped" in p.stderr, p.stderr
-    v.kill()
     return ["status", "--run-dir", str(run)], run
 
 

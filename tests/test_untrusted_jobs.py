@@ -348,3 +348,44 @@ def test_a_watcher_whose_run_dir_is_moved_stops_without_re_creating_the_old_path
         assert not old.exists() and procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token)
     finally:
         os.killpg(rec.pgid, 9)
+
+
+def test_a_copy_follows_its_advice_restart_and_trains_under_its_own_name(new_run, sched, tmp_path) -> None:
+    """The copy's line says "train this arm here with --restart": followed, the copy submits its own job (its
+    own name) and the original's job is neither cancelled nor watched."""
+    import shutil
+
+    orig = RunDir(new_run())
+    sched.jobs["42"] = ("RUNNING", own_name(orig))
+    slurm_record(orig, "42", own_name(orig))
+    copy = RunDir(tmp_path / "copy")
+    shutil.copytree(orig.root, copy.root)
+    arm, name = copy.iter(0), own_name(copy)
+    assert name != own_name(orig)
+    expect = JobExpectation(max_steps=2, num_examples=3)
+    eval_file = expect.for_arm(arm).eval_file
+    sched.jobs["77"] = ("COMPLETED", name)
+    launcher = (f"import os; os.makedirs({str(Path(eval_file).parent)!r}, exist_ok=True); "
+                f"open({eval_file!r}, 'w').write('{{}}\\n' * 3); print('Submitted batch job 77')")
+    res = run_training(arm, [sys.executable, "-c", launcher], expect, restart=True, resume=False, quiet=True,
+                       job_name=name, poll_s=0.05)
+    assert res.status == "succeeded" and job_record.read_job(arm).job_id == "77"
+    assert sched.cancels == [] and sched.jobs["42"][0] == "RUNNING"
+
+
+def test_ctrl_c_of_run_dataset_names_run_with_its_run_dir(cli, new_run, monkeypatch) -> None:
+    """`run DATASET ...` interrupted: the same command would bootstrap a new run dir, so the line names
+    `selfimprove run --run-dir R`; the hint is reset after the line."""
+    from selfimprove.phases import run as run_phase
+
+    made = RunDir(new_run())
+
+    def interrupted(rd, *a, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(run_phase, "bootstrap", lambda opts: made)
+    monkeypatch.setattr(run_phase, "run_loop", interrupted)
+    res = cli("run", "selfimprove-arith", "--model", "selfimprove/tiny-arith")
+    assert res.exit_code == 130
+    assert f"interrupted; re-run `selfimprove run --run-dir {made.root}` to resume" in " ".join((res.stdout + res.stderr).split())
+    assert job_record.rerun() == "re-run"
