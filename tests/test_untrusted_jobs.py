@@ -389,3 +389,18 @@ def test_ctrl_c_of_run_dataset_names_run_with_its_run_dir(cli, new_run, monkeypa
     assert res.exit_code == 130
     assert f"interrupted; re-run `selfimprove run --run-dir {made.root}` to resume" in " ".join((res.stdout + res.stderr).split())
     assert job_record.rerun() == "re-run"
+
+
+def test_the_first_progress_after_resume_is_the_resume_step_not_the_crashed_launch_s(tmp_path) -> None:
+    from selfimprove.engines.watch import _first_step, _step_now
+    from selfimprove.rundir import ArmDir
+
+    arm = ArmDir(tmp_path, "iter_0")
+    for s in range(1, 8):  # the crashed launch got to step 7; its last complete checkpoint is step 5
+        arm.rollout_step(s).mkdir(parents=True)
+        os.utime(arm.rollout_step(s), (time.time() - 600, time.time() - 600))
+    rec = JobRecord(pid=0, pgid=0, proc_start=None, cmd=[], cwd="/", host="h", start_ts=time.time() - 1, launch=2,
+                    resume_step=5, log="l", expect=JobExpectation(max_steps=10, num_examples=3))
+    assert _first_step(rec) == 5 and _step_now(arm, rec) == 5
+    os.utime(arm.rollout_step(6))  # the resumed launch writes step 6
+    assert _step_now(arm, rec) == 6
