@@ -118,8 +118,9 @@ def test_a_forged_job_id_is_refused_at_the_read_and_cancel_names_the_file(new_ru
     rd.iter(0).job_file.write_text(json.dumps({**data, "job_id": "--user=alice"}))
     res = cli("cancel", "--run-dir", rd.root)
     assert res.exit_code == 1, res.stdout
-    line = next(ln for ln in res.stdout.splitlines() if "job.json" in ln)
-    assert str(rd.iter(0).job_file) in line and "job_id" in line and "restore" in line, res.stdout
+    line = " ".join(res.stderr.split())
+    assert line.startswith("error:") and str(rd.iter(0).job_file) in line and "job_id" in line and "restore" in line, line
+    assert not (rd.root / "errors.log").exists()
     assert sched.cancels == []
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..errors import RunDirError
 from ..phases.cancel import cancel
 from ..rundir import RunDir
 from ..ui import out
@@ -34,12 +35,14 @@ def command(
     if json_:
         print_json(result)
     else:
-        for line in result["notes"] + result["damaged"]:
+        for line in result["notes"]:
             out.print(line, markup=False, highlight=False)
         if not result["cancelled"]:
             out.print("no live job of this run to cancel", markup=False)
         for d in result["cancelled"]:
             what = f"scancel {d['job_id']}" if "job_id" in d else f"stopped pid {d['pid']} and its process group"
             out.print(f"{d['arm']}: {what} (was {d['state_before']})", markup=False)
-    if result["damaged"]:
-        raise typer.Exit(1)
+    if result["damaged"]:  # after the others were cancelled: one line naming the file and what to do, exit 1
+        more = len(result["damaged"]) - 1
+        raise RunDirError(result["damaged"][0] + (f" (and {more} more job.json that do not read: `selfimprove status`"
+                                                  " lists them)" if more else ""))
