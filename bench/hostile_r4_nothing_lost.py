@@ -8,6 +8,7 @@ piece of advice asserts what the advice promised before the runner runs the last
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -90,7 +91,9 @@ def _(tmp, t):
     write_teacher_files(orig / "iter_1")
     write_teacher_files(copy / "iter_1")
     token = procs.new_token()  # the original's job was started by the tool: it carries its record's token
-    job = subprocess.Popen(["sleep", "90"], start_new_session=True, env=procs.token_env(token))
+    # still training when the case's iterate reaches it, however slow the machine; killed when the bench ends
+    job = subprocess.Popen(["sleep", "1800"], start_new_session=True, env=procs.token_env(token))
+    atexit.register(lambda: (job.kill(), job.wait()))
     arm = RunDir(copy).iter(1)
     out = RunDir(orig).iter(1).prime_out
     out.mkdir(parents=True)
