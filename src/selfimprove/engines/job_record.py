@@ -66,7 +66,7 @@ class JobRecord(FileModel):
     token: str | None = None
     cmd: list[str]  # the engine command (without the wrapper)
     cwd: str
-    host: str
+    host: Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,300}$")]  # quoted in lines
     start_ts: float
     launch: int = 1  # how many launches this arm has had (restarts and resumes count)
     resume_step: int | None = None
@@ -77,7 +77,8 @@ class JobRecord(FileModel):
     # from `Submitted batch job N`, or found by job_name; None until known. Digits only: it is passed to
     # squeue/scancel, and a forged `--user=alice` once became an option there
     job_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,20}$")] | None = None
-    job_name: str | None = None  # the arm's unique name (si-<run id>-<arm>), how squeue finds it
+    # the arm's unique name (si-<run id>-<arm>), how squeue finds it; quoted in lines: no control characters
+    job_name: Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,300}$")] | None = None
     job_log: str | None = None  # the job's own log (scontrol StdOut, or <run dir>/job_<id>.log)
 
 

@@ -194,6 +194,15 @@ def _sacct(job_id: str) -> JobInfo | None:
     return None
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str | None) -> str | None:
+    """A scheduler-given string (another user's job name) as quoted to a terminal: control and bidi
+    characters shown as '?'. (Stand-in for the terminal sanitiser of ui.py, issue 41 item 6.)"""
+    return None if text is None else _CONTROL.sub("?", text)
+
+
 def unreachable(job_id: str) -> JobInfo:
     return JobInfo(job_id, UNREACHABLE, "squeue and scontrol gave no answer", None, None, "none")
 

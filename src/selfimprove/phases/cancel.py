@@ -93,7 +93,7 @@ def _judge_slurm(rd: RunDir, arm: ArmDir, rec: JobRecord, found: RunJobs) -> Non
         return
     if info is not None and info.name is not None and info.name != name:
         found.notes.append(f"{arm.name}: {arm.job_file} names SLURM job {rec.job_id}, which the scheduler calls "
-                           f"{info.name}, not {name}: not this run's job (a reused id or a forged record); left alone")
+                           f"{slurm.printable(info.name)}, not {name}: not this run's job (a reused id or a forged record); left alone")
         return
     found.slurm.append((arm, rec, info))
 
