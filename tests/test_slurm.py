@@ -277,6 +277,28 @@ def test_a_controller_outage_is_waited_out_never_read_as_the_end_of_the_job(slur
     print(f"controller outage: {outage:.0f} s")
 
 
+@pytest.mark.parametrize("values, words", [
+    ({"partition": "nosuchpart"}, ["slurm.partition 'nosuchpart'", "cluster"]),
+    ({"partition": "cluster", "time": "abc"}, ["slurm.time", "--time=abc"]),
+])
+def test_overlay_values_are_checked_with_the_scheduler_before_a_run_dir(slurm_cluster, cli, runs_dir, tmp_path,
+                                                                       values, words):
+    """issue 41: a partition that does not exist or a time that does not parse once passed bootstrap and failed
+    at iter_0, leaving a run dir behind. `sinfo` and `sbatch --test-only` refuse them first: one line, exit 2."""
+    overlay = tmp_path / "slurm.toml"
+    overlay.write_text("[slurm]\n" + "".join(f'{k} = "{v}"\n' for k, v in values.items()))
+    res = cli("bootstrap", "selfimprove-arith", "--runs-dir", str(runs_dir), "--model", "selfimprove/tiny-arith",
+              "--slurm", str(overlay))
+    line = res.stderr.strip()
+    assert res.exit_code == 2 and "\n" not in line and str(overlay) in line, line
+    assert all(w in line for w in words), line
+    assert list(runs_dir.iterdir()) == []
+    overlay.write_text(f'[slurm]\npartition = "{slurm_cluster.partition}"\ntime = "00:10:00"\n')  # the fix
+    res = cli("bootstrap", "selfimprove-arith", "--runs-dir", str(runs_dir), "--model", "selfimprove/tiny-arith",
+              "--slurm", str(overlay))
+    assert res.exit_code == 0, res.stderr
+
+
 # ---------------------------------------------------------------- the whole loop
 
 

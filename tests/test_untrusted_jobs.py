@@ -405,3 +405,14 @@ def test_the_first_progress_after_resume_is_the_resume_step_not_the_crashed_laun
     assert _first_step(rec) == 5 and _step_now(arm, rec) == 5
     os.utime(arm.rollout_step(6))  # the resumed launch writes step 6
     assert _step_now(arm, rec) == 6
+
+
+def test_no_sbatch_on_path_is_refused_before_a_run_dir_unless_told_to_skip(monkeypatch) -> None:
+    from selfimprove.errors import ConfigError
+
+    monkeypatch.setattr(slurm.shutil, "which", lambda tool, *a, **k: None)
+    monkeypatch.delenv(slurm.CHECK_ENV, raising=False)
+    with pytest.raises(ConfigError, match=r"--slurm x.toml: sbatch/squeue are not on PATH: .*SELFIMPROVE_SLURM_CHECK=0"):
+        slurm.check_overlay({"partition": "gpu"}, "--slurm x.toml")
+    monkeypatch.setenv(slurm.CHECK_ENV, "0")  # the line's own escape hatch, followed
+    slurm.check_overlay({"partition": "gpu"}, "--slurm x.toml")
