@@ -8,6 +8,7 @@ piece of advice asserts what the advice promised before the runner runs the last
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import socket
@@ -89,12 +90,15 @@ def _(tmp, t):
     copy = copy_run(orig, tmp / "copies")
     write_teacher_files(orig / "iter_1")
     write_teacher_files(copy / "iter_1")
-    job = subprocess.Popen(["sleep", "90"], start_new_session=True)  # the original's job, still training
+    token = procs.new_token()  # the original's job was started by the tool: it carries its record's token
+    # still training when the case's iterate reaches it, however slow the machine; killed when the bench ends
+    job = subprocess.Popen(["sleep", "1800"], start_new_session=True, env=procs.token_env(token))
+    atexit.register(lambda: (job.kill(), job.wait()))
     arm = RunDir(copy).iter(1)
     out = RunDir(orig).iter(1).prime_out
     out.mkdir(parents=True)
     (out / "progress.txt").write_text("the original's output\n")
-    write_job(arm, JobRecord(pid=job.pid, pgid=job.pid, proc_start=procs.start_time(job.pid),
+    write_job(arm, JobRecord(pid=job.pid, pgid=job.pid, proc_start=procs.start_time(job.pid), token=token,
                              cmd=["rl", "--output-dir", str(out)], cwd=str(orig), host=socket.gethostname(),
                              start_ts=time.time(), log=str(arm.train_log),
                              expect=JobExpectation(max_steps=8, num_examples=20).for_arm(arm)))

@@ -108,6 +108,26 @@ class SlurmCluster:
         self.root, self.host, self.partition, self.parked = root, host, PARTITION, PARKED
         self.conf = root / "slurm.conf"
         self.procs: list[subprocess.Popen] = []
+        self.argv: list[list[str]] = []  # each daemon's command line, in start order (munged, slurmctld, slurmd)
+
+    def _spawn(self, argv: list[str]) -> subprocess.Popen:
+        out = open(self.root / f"{Path(argv[0]).name}.stdout", "ab")
+        return subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                env={**os.environ, "SLURM_CONF": str(self.conf)}, start_new_session=True)
+
+    def stop_controller(self) -> None:
+        """Stop slurmctld (a controller outage): jobs go on running on slurmd; squeue and scontrol fail."""
+        ctld = self.procs[1]
+        ctld.terminate()
+        ctld.wait(timeout=30)
+
+    def start_controller(self, timeout: float = 60.0) -> None:
+        """Start slurmctld again from its saved state (the jobs it knew come back), once squeue answers."""
+        self.procs[1] = self._spawn(self.argv[1])
+        ok = wait_until(lambda: subprocess.run(["squeue", "-h"], capture_output=True,
+                                               env={**os.environ, "SLURM_CONF": str(self.conf)}).returncode == 0,
+                        timeout, poll=0.5)
+        assert ok, f"slurmctld did not answer within {timeout} s of its restart:\n{self.logs()}"
 
     def run(self, *argv: str, check: bool = True) -> str:
         r = subprocess.run(list(argv), capture_output=True, text=True, env={**os.environ, "SLURM_CONF": str(self.conf)})
@@ -191,18 +211,16 @@ def start_cluster() -> tuple[SlurmCluster | None, str | None]:
     os.chmod(key, 0o400)
     os.chmod(root / "munge", 0o700)
     cluster.conf.write_text(slurm_conf(root, host, os.cpu_count() or 1, _real_memory_mb(), sock))
-    env = {**os.environ, "SLURM_CONF": str(cluster.conf)}
     daemons = [
         [_sbin("munged"), "--foreground", "--force", f"--key-file={key}", f"--socket={sock}",
          f"--pid-file={root}/munge/munged.pid", f"--log-file={root}/munge/munged.log", f"--seed-file={root}/munge/seed"],
         [_sbin("slurmctld"), "-D", "-i", "-f", str(cluster.conf)],
         [_sbin("slurmd"), "-D", "-f", str(cluster.conf), "-N", host],
     ]
+    cluster.argv = daemons
     try:
         for argv in daemons:
-            out = open(root / f"{Path(argv[0]).name}.stdout", "wb")
-            cluster.procs.append(subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                                  env=env, start_new_session=True))
+            cluster.procs.append(cluster._spawn(argv))
             if argv[0].endswith("munged"):
                 wait_until(lambda: sock.exists(), 10)
         if not wait_until(lambda: cluster.node_state() == "idle", START_TIMEOUT_S, poll=0.3):

@@ -119,7 +119,7 @@ def test_watch_stops_on_the_group_flag_and_leaves_the_job_running(tmp_path, monk
         threading.Timer(0.5, group.stop).start()
         with pytest.raises(KeyboardInterrupt):
             jobs.watch(arm, progress=True)
-    assert procs.alive(rec.pid, rec.pgid, rec.proc_start)  # detached: re-running compare attaches to it
+    assert procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token)  # detached: re-running compare attaches to it
     assert jobs.watch(arm, progress=False).status == "succeeded"
 
 

@@ -18,17 +18,21 @@ from selfimprove.errors import JobFailed
 from selfimprove.rundir import RunDir
 
 
+TOKEN = procs.new_token()  # the original's job carries it; the copied job.json records it
+
+
 @pytest.fixture
 def live_job():
     """A detached process standing in for the original run's training job."""
-    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True)
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"], start_new_session=True,
+                            env=procs.token_env(TOKEN))
     yield proc
     proc.kill()
     proc.wait()
 
 
 def foreign_job(arm, old_out: Path, proc, expect: JobExpectation) -> JobRecord:
-    rec = JobRecord(pid=proc.pid, pgid=proc.pid, proc_start=procs.start_time(proc.pid),
+    rec = JobRecord(pid=proc.pid, pgid=proc.pid, proc_start=procs.start_time(proc.pid), token=TOKEN,
                     cmd=["rl", "--output-dir", str(old_out)], cwd=str(old_out.parent.parent), host=os.uname().nodename,
                     start_ts=time.time(), log=str(arm.train_log), expect=expect.for_arm(arm))
     write_job(arm, rec)

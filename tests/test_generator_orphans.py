@@ -58,9 +58,14 @@ def _running(pid: int) -> bool:
     return st is not None and st[0] != "Z"
 
 
-def _looping_group() -> subprocess.Popen:
-    """A process group as a killed iterate's generator left it: a leader in its own session, looping."""
-    return subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.2)"], start_new_session=True)
+TOKEN = procs.new_token()
+
+
+def _looping_group(token: str | None = TOKEN) -> subprocess.Popen:
+    """A process group as a killed iterate's generator left it: a leader in its own session, looping, with the
+    token its gen.pid records (token None: a process the tool did not start)."""
+    return subprocess.Popen([sys.executable, "-c", "import time\nwhile True: time.sleep(0.2)"], start_new_session=True,
+                            env=procs.token_env(token) if token else None)
 
 
 def test_a_child_in_its_own_session_is_killed_when_the_generator_exits(tmp_path: Path) -> None:
@@ -83,7 +88,7 @@ def test_a_child_in_its_own_session_is_killed_at_the_timeout(tmp_path: Path) -> 
 def test_the_next_iterate_kills_a_left_generator_before_it_starts_its_own(tmp_path: Path, capsys) -> None:
     left = _looping_group()
     try:
-        (tmp_path / "gen.pid").write_text(json.dumps(procs.record(left.pid)))
+        (tmp_path / "gen.pid").write_text(json.dumps(procs.record(left.pid, TOKEN)))
         # the new generator writes whether the old one still ran when it started
         (tmp_path / "gen_dataset.py").write_text(
             f"import os\nalive = os.path.exists('/proc/{left.pid}') and open('/proc/{left.pid}/stat').read().split()[2] != 'Z'\n"
@@ -99,7 +104,7 @@ def test_the_next_iterate_kills_a_left_generator_before_it_starts_its_own(tmp_pa
 def test_never_a_second_generator_beside_one_that_cannot_be_killed(tmp_path: Path, monkeypatch) -> None:
     left = _looping_group()
     try:
-        (tmp_path / "gen.pid").write_text(json.dumps(procs.record(left.pid)))
+        (tmp_path / "gen.pid").write_text(json.dumps(procs.record(left.pid, TOKEN)))
         (tmp_path / "gen_dataset.py").write_text("open('started.txt', 'w').write('yes')\n")
         monkeypatch.setattr(procs, "terminate_group", lambda *a, **k: None)  # a group our signals do not stop
         with pytest.raises(SelfImproveError, match=rf"gen\.pid: .* still runs .*kill -9 -{left.pid}"):
@@ -135,3 +140,30 @@ def test_generator_and_all_it_started_die_with_a_killed_iterate(run: RunDir) -> 
                           capture_output=True, text=True, env=os.environ.copy(), timeout=600)
     assert proc.returncode == 0, proc.stderr
     assert not (it / "gen.pid").exists()
+
+
+@pytest.mark.parametrize("forged", ["pid1_foreign_group", "copied_ids_no_token", "not_a_record"])
+def test_a_forged_gen_pid_signals_nothing_and_is_dropped_with_one_line(tmp_path: Path, capsys, forged: str) -> None:
+    """issue 41: gen.pid {"pid": 1, "pgid": V} made iterate SIGKILL group V, then every later iterate stopped on
+    "could not be killed". Now a record that is not provably this tool's generator is dropped, never signalled."""
+    victim = _looping_group(token=None)
+    try:
+        start = procs.start_time(victim.pid)
+        record = {"pid1_foreign_group": {"pid": 1, "pgid": victim.pid},
+                  "copied_ids_no_token": {"pid": victim.pid, "pgid": victim.pid, "start": start,
+                                          "token": procs.new_token()},
+                  "not_a_record": ["x"]}[forged]
+        (tmp_path / "gen.pid").write_text(json.dumps(record))
+        (tmp_path / "gen_dataset.py").write_text("open('ran.txt', 'w').write('yes')\n")
+        assert run_generator(tmp_path, tmp_path / "gen.log", 60, sys.executable) == 0
+        assert (tmp_path / "ran.txt").read_text() == "yes"
+        assert victim.poll() is None, "a process the tool did not start was signalled"
+        err = capsys.readouterr().err
+        assert err.count("gen.pid") == 1 and "dropped" in err and "nothing was signalled" in err, err
+        assert not (tmp_path / "gen.pid").exists()
+        # the next run says nothing more: the stale record is gone, not retried
+        assert run_generator(tmp_path, tmp_path / "gen.log", 60, sys.executable) == 0
+        assert "gen.pid" not in capsys.readouterr().err
+    finally:
+        victim.kill()
+        victim.wait()

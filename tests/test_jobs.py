@@ -141,7 +141,7 @@ def test_cap_times_out_and_stops_the_job(arm: ArmDir, monkeypatch: pytest.Monkey
     res = read_result(arm)
     assert res.status == "timed_out" and res.timed_out
     rec = read_job(arm)
-    assert not procs.alive(rec.pid, rec.pgid, rec.proc_start)
+    assert not procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token)
     assert job_state(arm) == "crashed"
 
 
@@ -173,11 +173,19 @@ def test_zombie_and_recycled_pid_are_not_alive(tmp_path: Path) -> None:
     while procs._stat(child.pid)[0] != "Z" and time.monotonic() < deadline:
         time.sleep(0.02)
     assert procs._stat(child.pid)[0] == "Z"
-    assert not procs.alive(child.pid, child.pid, None)
+    tok = procs.new_token()
+    assert not procs.alive(child.pid, child.pid, None, tok)
     child.wait()
-    me = os.getpid()
-    assert procs.alive(me, None, procs.start_time(me))
-    assert not procs.alive(me, None, procs.start_time(me) + 1)  # same number, different process
+    live = subprocess.Popen(["sleep", "30"], start_new_session=True, env=procs.token_env(tok))
+    try:
+        start = procs.start_time(live.pid)
+        assert procs.alive(live.pid, live.pid, start, tok)
+        assert not procs.alive(live.pid, live.pid, start + 1, tok)  # same number, different process
+        assert not procs.alive(live.pid, live.pid, start, procs.new_token())  # another job's token
+        assert not procs.alive(live.pid, live.pid, None, tok)  # no start time recorded: proves nothing
+    finally:
+        live.kill()
+        live.wait()
 
 
 def _write_hub(run: Path, n_eval: int) -> None:
@@ -205,7 +213,7 @@ def test_kill_cli_then_reinvoke_attaches(new_run, launches: Path, monkeypatch: p
     assert rec is not None, f"baseline wrote no {arm.job_file} within 300 s"
     first.send_signal(signal.SIGKILL)
     first.communicate()
-    assert procs.alive(rec.pid, rec.pgid, rec.proc_start), "the job must outlive its CLI"
+    assert procs.alive(rec.pid, rec.pgid, rec.proc_start, rec.token), "the job must outlive its CLI"
     second = subprocess.run([*CLI, "baseline", "--run-dir", str(run), "--json"], capture_output=True, text=True,
                             env=os.environ.copy(), timeout=60)
     assert second.returncode == 0, second.stderr

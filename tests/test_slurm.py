@@ -165,11 +165,21 @@ def test_kill_while_running_attaches_to_the_running_job(slurm_cluster, tmp_path)
     assert rc == -signal.SIGKILL
     rc, out = drive(tmp_path, name, overlay, until=" RUNNING; log ")
     ids = live_ids(slurm_cluster, name)
-    assert len(ids) == 1 and f"attaching to the running job (SLURM job {ids[0]}" in out, out
+    assert len(ids) == 1 and f"following SLURM job {ids[0]} (the scheduler says" in out, out
     slurm_cluster.run("scancel", ids[0])
 
 
 # ---------------------------------------------------------------- states
+
+
+def own_name(run_dir: Path, arm: str = "iter_0") -> str:
+    """The arm's job name as the run dir's phases give it (si-<run id>-<arm>): what status and cancel accept."""
+    from selfimprove.phases.slurm_launch import place_tag
+    from selfimprove.rundir import RunDir
+
+    rd = RunDir(run_dir)
+    cfg = rd.read_run()
+    return slurm.job_name(cfg.run_id or cfg.dataset, arm, place_tag(rd, cfg))
 
 
 def status_lines(run_dir: Path) -> list[str]:
@@ -182,7 +192,7 @@ def test_held_job_shows_its_reason_then_a_scancel_from_outside_ends_the_watch(sl
     """PENDING with the scheduler's reason (held, released) in the watch and in `selfimprove status`, then
     CANCELLED from outside: the watch ends with the state, the job id, the log and the next step, exit 1."""
     run_dir = new_run()
-    name = "si-test-held"
+    name = own_name(run_dir)
     overlay = overlay_file(tmp_path, slurm_cluster.parked)
     driver = Driver(run_dir, name, overlay)
     job_id = wait_for_job(slurm_cluster, name)
@@ -190,17 +200,19 @@ def test_held_job_shows_its_reason_then_a_scancel_from_outside_ends_the_watch(sl
     slurm_cluster.run("scontrol", "hold", job_id)
     driver.wait_for(f"SLURM job {job_id} PENDING (JobHeld")
     held = status_lines(run_dir)
-    slurm_cluster.run("scontrol", "release", job_id)
+    advice = re.search(r"next: `(scontrol release \d+)`", driver.out)  # the held line's advice, followed
+    assert advice and advice.group(1) == f"scontrol release {job_id}", driver.out
+    slurm_cluster.run(*advice.group(1).split())
     driver.wait_for(f"SLURM job {job_id} PENDING (PartitionDown)", count=2)
     released = status_lines(run_dir)
     slurm_cluster.run("scancel", job_id)
     out = driver.finish()
     assert driver.proc.returncode == 1, out
     log = run_dir / "iter_0" / "prime_out" / f"job_{job_id}.log"
-    assert held == [f"SLURM job {job_id} iter_0: PENDING (JobHeldAdmin); log {log}"], held
-    assert released == [f"SLURM job {job_id} iter_0: PENDING (PartitionDown); log {log}"], released
+    assert held == [f"SLURM job {job_id} iter_0: PENDING (JobHeldAdmin), step -/2; log {log}"], held
+    assert released == [f"SLURM job {job_id} iter_0: PENDING (PartitionDown), step -/2; log {log}"], released
     lines = [ln for ln in out.splitlines() if f": SLURM job {job_id} " in ln]
-    states = [ln.split(f"SLURM job {job_id} ", 1)[1].split(";")[0] for ln in lines]
+    states = [ln.split(f"SLURM job {job_id} ", 1)[1].split(";")[0].split(":")[0] for ln in lines]
     states = [st for st in states if st != "PENDING (no reason given)"]  # the instant after release, if seen
     assert states[:3] == ["PENDING (PartitionDown)", "PENDING (JobHeldAdmin)", "PENDING (PartitionDown)"], out
     assert "CANCELLED" in states[-1] and "re-run with --resume" in out and str(log) in out
@@ -208,21 +220,83 @@ def test_held_job_shows_its_reason_then_a_scancel_from_outside_ends_the_watch(sl
 
 
 def test_cancel_scancels_only_this_runs_job_and_notes_why(slurm_cluster, new_run, tmp_path):
+    """Only this run's job; a copy of the run dir (its job.json names the original's job) cancels nothing."""
+    import shutil
+
     run_dir = new_run()
-    name = "si-test-cancel"
+    name = own_name(run_dir)
     other = slurm.submitted_id(slurm_cluster.run("sbatch", "-p", slurm_cluster.parked, "-J", "someone-else",
                                                  "-o", "/dev/null", "--wrap", "sleep 1"))  # not this run's
     driver = Driver(run_dir, name, overlay_file(tmp_path, slurm_cluster.parked))
     driver.wait_for("PENDING (PartitionDown)")
     ours = json.loads((run_dir / "iter_0" / "job.json").read_text())["job_id"]
+    copy = tmp_path / "copy"
+    shutil.copytree(run_dir, copy, ignore=shutil.ignore_patterns(".lock"))
+    res = subprocess.run([SELFIMPROVE, "cancel", "--run-dir", str(copy)], capture_output=True, text=True, env=_env())
+    assert res.returncode == 0 and "not this run dir's" in res.stdout and "no live job" in res.stdout, res
+    assert live_ids(slurm_cluster, name) == [ours]  # the original's job is untouched
     res = subprocess.run([SELFIMPROVE, "cancel", "--run-dir", str(run_dir), "--why", "wrong partition"],
                          capture_output=True, text=True, env=_env())
     assert res.returncode == 0 and res.stdout.strip() == f"iter_0: scancel {ours} (was PENDING)", res
     out = driver.finish()
     assert driver.proc.returncode == 1 and f"SLURM job {ours} CANCELLED" in out, out
     assert live_ids(slurm_cluster, name) == [] and live_ids(slurm_cluster, "someone-else") == [other]
-    assert f"cancelled SLURM job(s) iter_0 (job {ours}, was PENDING): wrong partition" in (run_dir / "scratchpad.md").read_text()
+    assert f"cancelled job(s) iter_0 (job {ours}, was PENDING): wrong partition" in (run_dir / "scratchpad.md").read_text()
     slurm_cluster.run("scancel", other)
+
+
+def test_a_controller_outage_is_waited_out_never_read_as_the_end_of_the_job(slurm_cluster, new_run, tmp_path):
+    """issue 41: with slurmctld down, squeue and scontrol fail, which the watcher once read as "no longer known"
+    (the arm failed while its job ran on). Now: one "cannot reach the scheduler" line, --restart and cancel
+    refuse (exit 75) while it lasts (about a minute: each query of a down controller takes ~18 s), and once the controller is back the same watch ends with the job's
+    final eval: one job for the arm, COMPLETED."""
+    run_dir = new_run()
+    name = own_name(run_dir)
+    driver = Driver(run_dir, name, overlay_file(tmp_path, slurm_cluster.partition), max_steps=4,
+                    extra=("--orchestrator.eval.num-examples", "10", "--no-orchestrator.eval.eval-base-model"))
+    job_id = wait_for_job(slurm_cluster, name)
+    driver.wait_for(f"SLURM job {job_id} RUNNING")
+    t0 = time.monotonic()
+    slurm_cluster.stop_controller()
+    try:
+        driver.wait_for(f"SLURM job {job_id}: cannot reach the scheduler", timeout=60)
+        rc, out = drive(run_dir, name, overlay_file(tmp_path, slurm_cluster.partition), restart=True)
+        assert rc == 75 and "cannot reach the SLURM scheduler" in out and "--restart" in out, out
+        res = subprocess.run([SELFIMPROVE, "cancel", "--run-dir", str(run_dir)], capture_output=True, text=True,
+                             env=_env())
+        assert res.returncode == 75 and "cannot reach the SLURM scheduler" in res.stderr, res
+        # (status's UNREACHABLE line: tests/test_untrusted_jobs.py; each query of a down controller takes ~18 s)
+    finally:
+        outage = time.monotonic() - t0
+        slurm_cluster.start_controller()
+    out = driver.finish(timeout=240)
+    assert driver.proc.returncode == 0, out
+    assert out.count("cannot reach the scheduler") == 1, out  # one line for the outage, not one per poll
+    assert "no longer known" not in out and "--restart" not in out.split("cannot reach the scheduler")[1], out
+    assert [(i, s) for i, _n, s in slurm_cluster.jobs(name)] == [(job_id, "COMPLETED")]
+    print(f"controller outage: {outage:.0f} s")
+
+
+@pytest.mark.parametrize("values, words", [
+    ({"partition": "nosuchpart"}, ["slurm.partition 'nosuchpart'", "cluster"]),
+    ({"partition": "cluster", "time": "abc"}, ["slurm.time", "--time=abc"]),
+])
+def test_overlay_values_are_checked_with_the_scheduler_before_a_run_dir(slurm_cluster, cli, runs_dir, tmp_path,
+                                                                       values, words):
+    """issue 41: a partition that does not exist or a time that does not parse once passed bootstrap and failed
+    at iter_0, leaving a run dir behind. `sinfo` and `sbatch --test-only` refuse them first: one line, exit 2."""
+    overlay = tmp_path / "slurm.toml"
+    overlay.write_text("[slurm]\n" + "".join(f'{k} = "{v}"\n' for k, v in values.items()))
+    res = cli("bootstrap", "selfimprove-arith", "--runs-dir", str(runs_dir), "--model", "selfimprove/tiny-arith",
+              "--slurm", str(overlay))
+    line = res.stderr.strip()
+    assert res.exit_code == 2 and "\n" not in line and str(overlay) in line, line
+    assert all(w in line for w in words), line
+    assert list(runs_dir.iterdir()) == []
+    overlay.write_text(f'[slurm]\npartition = "{slurm_cluster.partition}"\ntime = "00:10:00"\n')  # the fix
+    res = cli("bootstrap", "selfimprove-arith", "--runs-dir", str(runs_dir), "--model", "selfimprove/tiny-arith",
+              "--slurm", str(overlay))
+    assert res.exit_code == 0, res.stderr
 
 
 # ---------------------------------------------------------------- the whole loop

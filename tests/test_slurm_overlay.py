@@ -31,6 +31,13 @@ def test_the_slurm_keys_of_each_snapshot_are_prime_rls(dialect, keys):
         "slurm.jobname", "slurm.partiton"]
 
 
+@pytest.fixture(autouse=True)
+def _no_scheduler_check(monkeypatch):
+    """These tests are about the overlay's keys and names, on machines without a scheduler: the scheduler's
+    own check of its values (slurm.check_overlay) is tested against the one-node cluster in test_slurm.py."""
+    monkeypatch.setenv(slurm.CHECK_ENV, "0")
+
+
 def _write(path: Path, text: str) -> Path:
     path.write_text(text)
     return path

@@ -81,7 +81,10 @@ def cli_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             _error_line(label, str(e))
             raise typer.Exit(e.exit_code) from None
         except KeyboardInterrupt:
-            console.print("interrupted; re-run the same command to resume")
+            from ..engines.job_record import rerun_same, set_rerun
+
+            console.print(f"interrupted; {rerun_same()} to resume", markup=False)
+            set_rerun(None)
             raise typer.Exit(130) from None
         except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort):
             raise  # typer's own exits and usage errors

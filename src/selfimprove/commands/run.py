@@ -16,7 +16,7 @@ from ..plugins import load_entry_points
 from ..report.table import recommendation_line, summary_renderable
 from ..rundir import RunDir
 from ..ui import out
-from ._common import JsonOpt, cli_errors, print_json
+from ._common import JsonOpt, check_job_flags, cli_errors, print_json
 from .bootstrap import options_from_params
 from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
                               TeacherInputCharsOpt, TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, recorded_teacher,
@@ -62,6 +62,8 @@ def command(
     parallel: Annotated[Optional[int], typer.Option(min=1, max=MAX_PARALLEL, help="Phase 4 arms trained at once (see `selfimprove compare --help`). Default: 2 with the CPU engine, 1 with prime-rl, every pending arm on SLURM.")] = None,
     seeds: Annotated[Optional[int], typer.Option(min=1, max=MAX_SEEDS, help="Phase 4 training seeds for Run A, Run C and the best iteration (see `selfimprove compare --help`); recorded in run.json. Default: run.json's value, 1 for a new run.")] = None,
     allow_no_signal: Annotated[bool, typer.Option(help="Go on even when iter_0's rewards do not spread (see `selfimprove baseline --help`).")] = False,
+    restart: Annotated[bool, typer.Option(help="With --run-dir, after a crashed, cancelled or timed-out job: train that arm again from step 0 (as the phase command's --restart).")] = False,
+    resume: Annotated[bool, typer.Option(help="With --run-dir, after a crashed, cancelled or timed-out job: relaunch that arm from its last checkpoint (as the phase command's --resume).")] = False,
     teacher_base_url: TeacherBaseUrlOpt = OPENAI_URL,
     teacher_api_key_env: TeacherKeyEnvOpt = DEFAULT_KEY_ENV,
     teacher_max_tokens: TeacherMaxTokensOpt = None,
@@ -109,6 +111,9 @@ def command(
         opts = options_from_params(bctx.params)
     elif dataset or ctx.args:
         raise UsageError("--run-dir resumes a run with its recorded settings; drop the dataset and bootstrap flags")
+    if (restart or resume) and run_dir is None:
+        raise UsageError("--restart/--resume act on a stopped job of an existing run: give its --run-dir")
+    check_job_flags(restart, resume, None)
     llm = llm_values(ctx)
     record = None  # an explicit --teacher is recorded in run.json, so `run --run-dir R` resumes with it
     if teacher is not None:
@@ -120,7 +125,7 @@ def command(
         teacher = default_teacher(env_id)
     write = make_teacher(teacher, ctx, llm)
     result = run(opts, run_dir, write, control=control, seeds=seeds, quiet=json_, allow_no_signal=allow_no_signal,
-                 parallel=parallel, teacher_record=record)
+                 parallel=parallel, teacher_record=record, restart=restart, resume=resume)
     incomplete = incomplete_message(result)
     if json_:
         print_json(result)

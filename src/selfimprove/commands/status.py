@@ -71,10 +71,18 @@ def command(run_dir: RunDirOpt, json_: JsonOpt = False) -> None:
         out.print(t)
     if s["plot"]:
         out.print(f"plot: {s['plot']}")
-    for j in s["slurm_jobs"]:
-        if j["live"]:  # an ended job is in the arm table (or in its phase's error): only the live ones here
+    for j in s["jobs"]:
+        if not j["live"]:  # an ended job is in the arm table (or in its phase's error): only the live ones here
+            continue
+        step = f"step {j['step'] if j['step'] is not None else '-'}/{j['max_steps']}"
+        if j["kind"] == "local":
+            out.print(f"live job {j['arm']}: pid {j['pid']}, {step}; log {j['log']} (stop it: selfimprove cancel "
+                      f"--run-dir {s['run_dir']} --arm {j['arm']})", markup=False)
+        else:
             reason = f" ({j['reason']})" if j["reason"] else ""
-            out.print(f"SLURM job {j['job_id']} {j['arm']}: {j['state']}{reason}; log {j['log']}", markup=False)
+            out.print(f"SLURM job {j['job_id']} {j['arm']}: {j['state']}{reason}, {step}; log {j['log']}", markup=False)
+    for note in s["job_notes"]:
+        out.print(note, markup=False)
     missing = s["phase4_missing"]
     for m in missing[:SHOWN_MISSING]:
         out.print(f"[red]missing Phase 4 arm[/red] {m['arm']}: {escape(m['why'])}; fix: {escape(m['fix'])}")

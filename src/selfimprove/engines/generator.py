@@ -4,11 +4,12 @@ Unlike the detached training job, a generator must not outlive the `iterate` tha
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import threading
 from pathlib import Path
+
+from pydantic import ValidationError
 
 from ..errors import SelfImproveError
 from ..faults import fault_point
@@ -33,6 +34,31 @@ def _copy_capped(src, log_path: Path, cap: int) -> None:
             log.write(f"\n[gen.log capped at {cap} bytes; {dropped} more bytes of output dropped]\n".encode())
 
 
+def _left_generator(pid_file: Path) -> "procs.ProcRecord | None":
+    """gen.pid, validated; a record that is not one this tool wrote, or that names no process of ours
+    (gone, recycled, forged), is dropped with one line: it is never signalled and never blocks a later run."""
+    if not pid_file.exists():
+        return None
+    data = read_json_object(pid_file)
+    try:
+        rec = procs.ProcRecord.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "(top level)"
+        print(f"{pid_file}: not a generator record this tool wrote (field '{field}': {err['msg']}); dropped it, "
+              f"nothing was signalled", file=sys.stderr)
+        pid_file.unlink(missing_ok=True)
+        return None
+    who = procs.recorded_identity(rec)
+    if who == "foreign":
+        print(f"{pid_file}: pid {rec.pid} / process group {rec.pgid} is not the generator this run started (another "
+              f"process now, or a forged record); dropped the record, nothing was signalled", file=sys.stderr)
+    if who != "ours":
+        pid_file.unlink(missing_ok=True)
+        return None
+    return rec
+
+
 def run_generator(iter_dir: Path, log: Path, timeout: float, python: str) -> int | None:
     """Run gen_dataset.py with `python` (the env interpreter: it imports verifiers and reads the hub
     env there) under engines/reaper.py; return its exit code, or None after a timeout.
@@ -43,16 +69,17 @@ def run_generator(iter_dir: Path, log: Path, timeout: float, python: str) -> int
     the next `iterate` kills what is left of it (a SIGKILLed reaper) and refuses to start a second
     generator while the first one still runs."""
     pid_file = iter_dir / "gen.pid"
-    left = read_json_object(pid_file)
+    left = _left_generator(pid_file)
     if procs.kill_recorded(left):  # an earlier iterate was killed while its generator ran
         print(f"{iter_dir.name}: killed the generator left running by an earlier, killed `iterate`", file=sys.stderr)
-    if procs.recorded_alive(left):
-        raise SelfImproveError(f"{pid_file}: the generator an earlier `iterate` started (process group {left['pgid']}) "
-                               f"still runs and could not be killed; stop it (kill -9 -{left['pgid']}) and re-run iterate")
+    if left is not None and procs.recorded_identity(left) == "ours":
+        raise SelfImproveError(f"{pid_file}: the generator an earlier `iterate` started (process group {left.pgid}) "
+                               f"still runs and could not be killed; stop it (kill -9 -{left.pgid}) and re-run iterate")
+    token = procs.new_token()
     proc = procs.spawn_reaped([python, "gen_dataset.py"], cwd=iter_dir, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    atomic_write_json(pid_file, procs.record(proc.pid))
+                              env={**procs.token_env(token), "PYTHONUNBUFFERED": "1"})
+    atomic_write_json(pid_file, procs.record(proc.pid, token))
     fault_point("generator-running")
     copier = threading.Thread(target=_copy_capped, args=(proc.stdout, log, GEN_LOG_CAP_BYTES), daemon=True)
     copier.start()

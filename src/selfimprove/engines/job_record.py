@@ -7,15 +7,34 @@ from __future__ import annotations
 import os
 from collections import deque
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, StringConstraints
 
 from ..models import FileModel
 from ..rundir import ArmDir, read_model, sorted_steps, write_model
 from . import procs
 
 LOG_TAIL_LINES = 20
+
+# How a person re-runs what runs now, for the lines that say so. The phase commands and `run --run-dir R`
+# resume when re-run as they were, with --restart / --resume added; `run DATASET ...` does not (it makes a
+# new run dir), so once it has made one, phases/run.py sets this to its `run --run-dir R` form.
+_RERUN: str | None = None
+
+
+def set_rerun(command: str | None) -> None:
+    global _RERUN
+    _RERUN = command
+
+
+def rerun() -> str:
+    """"re-run" (the same command), or "re-run `selfimprove run --run-dir R`" inside `run DATASET`."""
+    return f"re-run `{_RERUN}`" if _RERUN else "re-run"
+
+
+def rerun_same() -> str:
+    return f"re-run `{_RERUN}`" if _RERUN else "re-run the same command"
 
 
 class JobExpectation(BaseModel):
@@ -42,9 +61,12 @@ class JobRecord(FileModel):
     pid: int  # the wrapper shell; also the process-group and session leader
     pgid: int
     proc_start: int | None  # /proc/<pid>/stat starttime: tells our pid from a recycled one
+    # SELFIMPROVE_JOB_TOKEN in the job's environment: what proves a live pid is this record's job (procs.py);
+    # None (a record from before tokens, or a SLURM job adopted by name) never counts as a live local process
+    token: str | None = None
     cmd: list[str]  # the engine command (without the wrapper)
     cwd: str
-    host: str
+    host: Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,300}$")]  # quoted in lines
     start_ts: float
     launch: int = 1  # how many launches this arm has had (restarts and resumes count)
     resume_step: int | None = None
@@ -52,8 +74,11 @@ class JobRecord(FileModel):
     expect: JobExpectation
     # On SLURM (engines/slurm_jobs.py) the command above is only the launcher: the job is the scheduler's.
     scheduler: Literal["slurm"] | None = None
-    job_id: str | None = None  # from `Submitted batch job N`, or found by job_name; None until known
-    job_name: str | None = None  # the arm's unique name (si-<run id>-<arm>), how squeue finds it
+    # from `Submitted batch job N`, or found by job_name; None until known. Digits only: it is passed to
+    # squeue/scancel, and a forged `--user=alice` once became an option there
+    job_id: Annotated[str, StringConstraints(pattern=r"^[0-9]{1,20}$")] | None = None
+    # the arm's unique name (si-<run id>-<arm>), how squeue finds it; quoted in lines: no control characters
+    job_name: Annotated[str, StringConstraints(pattern=r"^[^\x00-\x1f\x7f-\x9f]{1,300}$")] | None = None
     job_log: str | None = None  # the job's own log (scontrol StdOut, or <run dir>/job_<id>.log)
 
 
@@ -132,8 +157,8 @@ def tail(path: Path, n: int = LOG_TAIL_LINES) -> str:
     try:
         lines = last_lines(path, n)
     except FileNotFoundError:
-        return "(no train.log)"
-    return "\n".join("  | " + ln for ln in lines) or "  | (train.log is empty)"
+        return f"(no {path.name})"
+    return "\n".join("  | " + ln for ln in lines) or f"  | ({path.name} is empty)"
 
 
 def _exit_code(arm: ArmDir, rec: JobRecord) -> int | None:

@@ -32,10 +32,10 @@ from ..errors import JobFailed
 from ..faults import fault_point
 from ..rundir import ArmDir
 from ..ui import console
-from . import procs, slurm_jobs
+from . import procs, slurm, slurm_jobs
 from .job_record import (  # noqa: F401  (re-exported: the job runner's public names)
     LOG_TAIL_LINES, TAIL_BYTES, JobExpectation, JobRecord, JobResult, _exit_code, _rc_path, last_lines, on_disk,
-    read_job, read_result, result_path, resumable_step, tail, write_job,
+    read_job, read_result, rerun, rerun_same, result_path, resumable_step, tail, write_job,
 )
 from .job_state import JobState, describe_crash, job_state, launched_output_dir  # noqa: F401  (re-exported)
 from .rollouts import LineCounter
@@ -62,7 +62,10 @@ def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: 
     for stale in (_rc_path(arm), result_path(arm)):
         stale.unlink(missing_ok=True)
     n = (prev.launch + 1) if prev else 1
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}  # engine output reaches train.log as it happens
+    token = procs.new_token()  # in the job's environment: what proves a live pid is this job (engines/procs.py)
+    env = {**procs.token_env(token), "PYTHONUNBUFFERED": "1"}  # engine output reaches train.log as it happens
+    if job_name:  # sbatch's own variable (it overrides the script's directives): a requeue appends to the
+        env["SBATCH_OPEN_MODE"] = "append"  # job's log instead of wiping why it stopped, whatever the template
     with open(arm.train_log, "ab") as log:
         stamp = time.strftime("%Y-%m-%d %H:%M:%S")
         log.write(f"\n[selfimprove] {stamp} launch #{n}: {' '.join(cmd)}\n".encode())
@@ -76,7 +79,7 @@ def launch(arm: ArmDir, cmd: list[str], expect: JobExpectation, *, resume_step: 
     if job_name:
         fault_point(f"submit:{arm.name}")  # launcher started, job.json not written: found by its argv, then by name
     rec = JobRecord(
-        pid=proc.pid, pgid=proc.pid, proc_start=procs.start_time(proc.pid), cmd=list(cmd), cwd=os.getcwd(),
+        pid=proc.pid, pgid=proc.pid, proc_start=procs.start_time(proc.pid), token=token, cmd=list(cmd), cwd=os.getcwd(),
         host=socket.gethostname(), start_ts=time.time(), launch=n, resume_step=resume_step,
         log=str(arm.train_log), expect=expect, scheduler="slurm" if job_name else None, job_name=job_name,
     )
@@ -124,12 +127,19 @@ def run_training(
 
     def note(msg: str) -> None:
         if not quiet:
-            console.print(msg, highlight=False)
+            console.print(msg, highlight=False, markup=False)
 
     if job_name:  # job.json completed from the scheduler first: a kill -9 at any point leaves one job
         slurm_jobs.settle(arm, job_name, expect)
-    state = job_state(arm, expect)
     rec = read_job(arm)
+    not_ours = slurm_jobs.foreign(arm, rec, job_name) if job_name else None
+    if not_ours:  # a copied run dir's record of the original's SLURM job: never attach to, judge or stop it
+        if not (restart or resume):
+            raise JobFailed(not_ours)
+        note(not_ours.split(": not this run dir's")[0] + ": not this run dir's job; left alone")
+    state = job_state(arm, expect)
+    if not_ours and state == "running":
+        state = "crashed"
     if state == "running" and rec is not None and launched_output_dir(arm, rec) is not None:
         state = "crashed"  # alive, but another run dir's job (this one is a copy): never attach to it or stop it
     if state == "running" and rec is not None and rec.scheduler == "slurm" and (restart or resume):
@@ -139,8 +149,12 @@ def run_training(
         # Re-invoking the same command (flags included) after a shell timeout must attach,
         # never start a second copy: the flags only act on a job that is gone.
         ignored = " (--restart/--resume ignored: the job is alive)" if (restart or resume) else ""
-        what = f"SLURM job {rec.job_id}, log {rec.job_log}" if rec.scheduler == "slurm" else f"pid {rec.pid}, log {rec.log}"
-        note(f"{arm.name}: attaching to the running job ({what}){ignored}")
+        if rec.scheduler == "slurm":  # PENDING is not running: say what the scheduler says
+            info = slurm.query(rec.job_id) if rec.job_id else None
+            said = f"the scheduler says {info.state}" if info is not None else "submitted"
+            note(f"{arm.name}: following SLURM job {rec.job_id} ({said}; log {rec.job_log}){ignored}")
+        else:
+            note(f"{arm.name}: attaching to the running job (pid {rec.pid}, log {rec.log}){ignored}")
     elif state == "finished":
         if restart or resume:
             note(f"{arm.name}: the job already finished; --restart/--resume ignored (move {arm.prime_out} aside to retrain)")
@@ -154,7 +168,7 @@ def run_training(
         step = resumable_step(arm, expect.max_steps)
         if step is None:
             raise JobFailed(f"{arm.name}: cannot --resume: no complete checkpoint below step {expect.max_steps} in "
-                            f"{arm.prime_out}; re-run with --restart")
+                            f"{arm.prime_out}; {rerun()} with --restart")
         note(f"{arm.name}: resuming the crashed job from checkpoint step {step}")
         launch(arm, [*cmd, "--ckpt.resume-step", str(step)], expect, resume_step=step, job_name=job_name)
     else:  # none, or crashed + restart
@@ -176,7 +190,7 @@ def run_training(
         rec = read_job(arm)
         which = f"SLURM job {rec.job_id}" if rec and rec.scheduler == "slurm" else f"pid {rec.pid if rec else '?'}"
         console.print(f"{arm.name}: stopped watching; the job ({which}) keeps running. "
-                      "Re-run the same command to attach.")
+                      f"{rerun_same()[0].upper()}{rerun_same()[1:]} to attach.", markup=False)
         raise
     if res.status != "succeeded":
         raise JobFailed(res.error or f"{arm.name}: job {res.status}")

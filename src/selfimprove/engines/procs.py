@@ -4,29 +4,40 @@ Every subprocess a phase starts, except the detached training job, goes through 
 `run_child`, its `subprocess.run`): it runs under engines/reaper.py, in its own session, dies with the
 phase (SIGKILL of the phase included), and when it exits or is stopped nothing it started is left running.
 
-A job is identified by (pid, pgid, start time). `pid` alone is not enough: after
-the job dies the kernel may hand the same number to an unrelated process, and a
-child that exited but was not yet reaped stays visible as a zombie. So a job is
-alive iff its leader exists, is not a zombie and has the recorded start time, or
-(leader gone) some non-zombie process still belongs to its process group (the
-engine's workers outliving the launcher keep writing into prime_out, so
-relaunching then would corrupt it). Linux never reuses a pid while it is still
-somebody's process-group id, so a live group with that pgid is ours.
+A job is identified by (pid, pgid, start time, token), and a record counts only when all of them match
+the live process (issue 41: a run dir is untrusted input). `pid` alone is not enough: after the job dies
+the kernel may hand the same number to an unrelated process, and a child that exited but was not yet
+reaped stays visible as a zombie. pid, pgid and start time are not enough either: /proc/<pid>/stat is
+world-readable, so a forged job.json or gen.pid can copy them from any process (a forged iter_1/job.json
+made `iterate` attach to another process and kill it at its cap). So every process the tool starts to
+outlive it (the training job's wrapper, the generator's reaper) gets a random token in its environment
+(SELFIMPROVE_JOB_TOKEN, inherited by everything it starts); /proc/<pid>/environ is readable only by the
+process's owner (or root), and no process the tool did not start carries a token that a record names.
 
-Linux reads /proc; elsewhere only os.kill(pid, 0) is available (no zombie or
-recycling check: documented, accepted).
+A job is ours and alive iff its leader exists, is not a zombie, has the recorded pgid and start time and
+carries the token; or (leader gone: the engine's workers outliving the launcher keep writing into
+prime_out, so relaunching then would corrupt it) the recorded pgid is the recorded pid (the tool always
+starts a new session) and a non-zombie member of that group carries the token. A record without a start
+time or token proves nothing: it is not ours, so nothing is ever attached to, waited on or signalled by it.
+
+Linux reads /proc; elsewhere only os.kill(pid, 0) is available (no zombie, recycling or token check:
+documented, accepted).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
 
 _PROC = Path("/proc")
 
@@ -62,45 +73,89 @@ def start_time(pid: int) -> int | None:
     return st[2] if st else None
 
 
-def _group_has_live_member(pgid: int) -> bool:
+TOKEN_ENV = "SELFIMPROVE_JOB_TOKEN"
+
+
+def new_token() -> str:
+    """A fresh token for a process the tool starts to outlive it: put into its environment and its record."""
+    return secrets.token_hex(16)
+
+
+def token_env(token: str) -> dict[str, str]:
+    """os.environ with `token`: the environment of a process started with it."""
+    return {**os.environ, TOKEN_ENV: token}
+
+
+def _has_token(pid: int, token: str) -> bool:
+    """True iff /proc/<pid>/environ holds TOKEN_ENV=token (unreadable: another user's process, never ours)."""
+    try:
+        env = (_PROC / str(pid) / "environ").read_bytes()
+    except OSError:
+        return False
+    return f"{TOKEN_ENV}={token}".encode() in env.split(b"\0")
+
+
+def _members(pgid: int) -> list[int]:
+    """Non-zombie processes of group `pgid`."""
+    found = []
+    for entry in _PROC.iterdir():
+        if entry.name.isdigit():
+            st = _stat(int(entry.name))
+            if st and st[1] == pgid and st[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def _group_alive(pgid: int) -> bool:
+    """Some member of group `pgid` still runs (zombies do not count); only for a group already proven ours."""
     try:
         os.killpg(pgid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
-        return True  # exists, owned by someone else
-    if not _PROC.is_dir():
         return True
-    # killpg also succeeds for zombies: look for a member that is really running.
-    for entry in _PROC.iterdir():
-        if entry.name.isdigit():
-            st = _stat(int(entry.name))
-            if st and st[1] == pgid and st[0] != "Z":
-                return True
-    return False
+    return not _PROC.is_dir() or bool(_members(pgid))
 
 
-def alive(pid: int, pgid: int | None, started: int | None) -> bool:
-    """True while the job (leader or any member of its process group) runs."""
+Identity = Literal["ours", "gone", "foreign"]
+
+
+def identify(pid: int, pgid: int | None, started: int | None, token: str | None) -> Identity:
+    """ours: the recorded job runs (see the module doc); gone: nothing of it runs; foreign: the pid (or
+    group) is alive but not provably the recorded job's (recycled, or a forged or pre-token record)."""
     reap(pid)  # turns our own exited child from zombie into gone
     if not _PROC.is_dir():
         try:
             os.kill(pid, 0)
-            return True
+            return "ours"
         except ProcessLookupError:
-            return False
+            return "gone"
         except PermissionError:
-            return True
+            return "foreign"
+    if pid <= 0 or pgid is None:
+        return "gone"
     st = _stat(pid)
-    if st is not None and started is not None and st[2] != started:
-        return False  # pid recycled: our leader and, by the kernel's rule, its group are gone
     if st is not None and st[0] != "Z":
-        return True
-    return pgid is not None and _group_has_live_member(pgid)
+        if started is not None and token and st[1] == pgid and st[2] == started and _has_token(pid, token):
+            return "ours"
+        return "foreign"
+    if pgid != pid:
+        return "gone" if _stat(pgid) is None else "foreign"
+    members = _members(pgid)
+    if not members:
+        return "gone"
+    if started is not None and token and any(_has_token(m, token) for m in members):
+        return "ours"
+    return "foreign"
+
+
+def alive(pid: int, pgid: int | None, started: int | None, token: str | None) -> bool:
+    """True while the recorded job (leader or, with its token, any member of its process group) runs."""
+    return identify(pid, pgid, started, token) == "ours"
 
 
 def terminate_group(pgid: int, pid: int, grace_s: float = 10.0) -> None:
-    """SIGTERM the job's process group, SIGKILL it after `grace_s`."""
+    """SIGTERM the job's process group, SIGKILL it after `grace_s`. Only for a group proven ours (identify)."""
     for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 2.0)):
         try:
             os.killpg(pgid, sig)
@@ -108,35 +163,38 @@ def terminate_group(pgid: int, pid: int, grace_s: float = 10.0) -> None:
             return
         deadline = time.monotonic() + wait
         while time.monotonic() < deadline:
-            if not alive(pid, pgid, None):
+            reap(pid)
+            if not _group_alive(pgid):
                 return
             time.sleep(0.1)
 
 
-def record(pid: int) -> dict:
-    """What identifies a child started in its own session (pgid = pid) across our own death: pid, start time."""
-    return {"pid": pid, "pgid": pid, "start": start_time(pid)}
+class ProcRecord(BaseModel):
+    """gen.pid: a process the tool started in its own session (pgid = pid) that must not outlive it."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    pid: int
+    pgid: int
+    start: int
+    token: str
 
 
-def _recorded(rec: dict | None) -> tuple[int, int, int | None] | None:
-    if not isinstance(rec, dict) or not isinstance(rec.get("pid"), int) or not isinstance(rec.get("pgid"), int):
-        return None
-    return rec["pid"], rec["pgid"], rec.get("start") if isinstance(rec.get("start"), int) else None
+def record(pid: int, token: str) -> dict:
+    """What identifies a child started in its own session (pgid = pid) with `token` across our own death."""
+    return ProcRecord(pid=pid, pgid=pid, start=start_time(pid) or 0, token=token).model_dump()
 
 
-def recorded_alive(rec: dict | None) -> bool:
-    """True while anything of the process group a `record` names still runs."""
-    ids = _recorded(rec)
-    return ids is not None and alive(*ids)
+def recorded_identity(rec: ProcRecord | None) -> Identity:
+    return "gone" if rec is None else identify(rec.pid, rec.pgid, rec.start, rec.token)
 
 
-def kill_recorded(rec: dict | None) -> bool:
-    """Kill the process group a `record` names if any of it still runs (an orphan of a killed parent);
+def kill_recorded(rec: ProcRecord | None) -> bool:
+    """Kill the process group a record names if it is provably ours and runs (an orphan of a killed parent);
     True if something ran and now nothing does."""
-    if not recorded_alive(rec):
+    if recorded_identity(rec) != "ours":
         return False
-    terminate_group(rec["pgid"], rec["pid"], grace_s=2.0)
-    return not recorded_alive(rec)
+    terminate_group(rec.pgid, rec.pid, grace_s=2.0)
+    return recorded_identity(rec) != "ours"
 
 
 REAPER = Path(__file__).with_name("reaper.py")

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from ..errors import RunDirError
+from ..errors import JobFailed, RunDirError
 from ..faults import fault_point
 from ..rundir import ArmDir, write_model
 from ..ui import PlainProgress, console
@@ -120,11 +120,16 @@ def _progress_bar(show: bool, arm: ArmDir, rec: JobRecord):
         yield None, None
     elif _GROUP is not None and _GROUP.progress is not None:
         yield _GROUP.progress, _GROUP.progress.add_task(arm.name, total=rec.expect.max_steps,
-                                                         completed=rec.expect.start_step, reward="-", note="")
+                                                         completed=_first_step(rec), reward="-", note="")
     else:
         with _new_progress() as bar:
-            yield bar, bar.add_task(arm.name, total=rec.expect.max_steps, completed=rec.expect.start_step,
+            yield bar, bar.add_task(arm.name, total=rec.expect.max_steps, completed=_first_step(rec),
                                     reward="-", note="")
+
+
+def _first_step(rec) -> int:
+    """Where the progress starts: the arm's start step, or a resumed launch's resume step."""
+    return max(rec.expect.start_step, getattr(rec, "resume_step", None) or 0)
 
 
 def watch(
@@ -148,6 +153,7 @@ def watch(
         while True:
             if _GROUP is not None and _GROUP.stopped:  # another arm's watcher failed or was interrupted
                 raise KeyboardInterrupt
+            _still_here(arm, rec)
             # Liveness BEFORE the row count: a job that completes the file and exits
             # between the two reads is then seen as done, never as failed.
             is_alive = job_alive(rec)
@@ -159,8 +165,7 @@ def watch(
                 return _finish(arm, rec, "succeeded", rows, still_running=still)
             if not is_alive:
                 return _finish(arm, rec, "failed", rows, error=describe_crash(arm, rec))
-            steps = arm.rollout_steps()
-            step = steps[-1] if steps else None
+            step = _step_now(arm, rec)
             pace.see(step)
             if time.time() > _cap_deadline(rec, cap_s, pace):
                 procs.terminate_group(rec.pgid, rec.pid)
@@ -192,10 +197,11 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
         while True:
             if _GROUP is not None and _GROUP.stopped:
                 raise KeyboardInterrupt
+            _still_here(arm, rec)
             # The scheduler BEFORE the rows (an ending job is then seen as done); its answer is reused for
             # query_every_s, as one asked before the rows were read it keeps that order.
             if asked_at is None or time.monotonic() - asked_at >= every_s:
-                info, asked_at = slurm.query(rec.job_id), time.monotonic()
+                info, asked_at = slurm_jobs.ask(rec), time.monotonic()
             rows = counter.count()
             if info is not None and info.stdout and not rec.job_log:
                 rec = rec.model_copy(update={"job_log": slurm_jobs.job_log(arm, rec.job_id, info)})
@@ -207,11 +213,12 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
             if key != seen:
                 seen = key
                 done = rows >= rec.expect.num_examples
-                console.print(slurm_jobs.state_line(arm, rec, info, eval_complete=done), highlight=False)
+                console.print(slurm_jobs.state_line(arm, rec, info, eval_complete=done), highlight=False, markup=False)
             if rows >= rec.expect.num_examples:
                 still, end = slurm_jobs.wait_end(rec, exit_grace_s, poll_s) if live else (False, info)
                 if not still and end is not None and (end.state, end.reason) != seen:
-                    console.print(slurm_jobs.state_line(arm, rec, end, eval_complete=True), highlight=False)
+                    console.print(slurm_jobs.state_line(arm, rec, end, eval_complete=True), highlight=False,
+                                  markup=False)
                 return _finish(arm, rec, "succeeded", rows, still_running=still, rc=slurm_jobs.exit_rc(end))
             if not live:
                 error = slurm_jobs.describe_end(arm, rec, info, rows, resume_options(arm, rec.expect.max_steps))
@@ -220,14 +227,43 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
                 running_since = running_since or time.time()
             cap = cap_s if cap_s is not None else (rec.expect.cap_hours * 3600 if rec.expect.cap_hours else None)
             if cap is not None and running_since is not None and time.time() > running_since + cap:
-                slurm.cancel(rec.job_id)
+                slurm.cancel(rec.job_id, rec.job_name)
                 msg = (f"{arm.name}: SLURM job {rec.job_id} passed its time cap ({cap / 3600:.2f} h of RUNNING) and "
                        f"was cancelled; {resume_options(arm, rec.expect.max_steps)}, or raise --cap-hours")
                 return _finish(arm, rec, "timed_out", counter.count(), error=msg)
             if bar is not None:
-                steps = arm.rollout_steps()
-                bar.update(task, completed=steps[-1] if steps else 0, reward=_fmt(rewards.update()))
+                bar.update(task, completed=max(_step_now(arm, rec) or 0, rec.expect.start_step),
+                           reward=_fmt(rewards.update()))
             time.sleep(poll_s)
+
+
+def _still_here(arm: ArmDir, rec: JobRecord) -> None:
+    """Stop watching once job.json is gone from where this watcher found it: the run dir was moved (or
+    deleted) meanwhile. Every write of the tool creates its parent dirs, so writing on (job_result.json,
+    job.json) would re-create the old path beside the moved run dir."""
+    if not arm.job_file.exists():
+        which = f"SLURM job {rec.job_id}" if rec.scheduler == "slurm" else f"pid {rec.pid}"
+        raise JobFailed(f"{arm.dir}: gone while this command watched it (the run dir was moved or deleted); the job "
+                        f"({which}) was left running; re-run the command with --run-dir at the run dir's new place "
+                        "to attach to it")
+
+
+def _step_now(arm: ArmDir, rec: JobRecord) -> int | None:
+    """The job's latest rollouts step. A resumed launch starts at its resume step: the rollouts the crashed
+    launch wrote past it are older than this launch and do not count (the first progress line after
+    --resume showed the old launch's step)."""
+    steps = arm.rollout_steps()
+    if rec.resume_step is None:
+        return steps[-1] if steps else None
+    fresh = [s for s in steps if s <= rec.resume_step or _mtime(arm.rollout_step(s)) >= rec.start_ts]
+    return max(fresh[-1] if fresh else rec.resume_step, rec.resume_step)
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
 
 
 def _fmt(mean: float | None) -> str:

@@ -43,6 +43,7 @@ from ..scratchpad import real_env_line
 from ..stack import verifiers_classic as vc
 from ..stack.detect import choose_stack
 from ..stack.dialects import dialect_named
+from ..engines.slurm import check_overlay
 from ..stack.slurm_overlay import read_overlay
 from ..stack.env_python import choose_env_python, installed_modules
 from ..stack.verifiers_classic import env_module_name
@@ -386,7 +387,8 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         if not p.is_file():
             raise UsageError(f"--slurm {opts.slurm}: file not found; pass a TOML file holding a [slurm] table")
         try:
-            read_overlay(p, dialect.keys_file)
+            tables = read_overlay(p, dialect.keys_file)
+            check_overlay(tables["slurm"], f"--slurm {p}")  # sinfo + sbatch --test-only, before any run dir
         except ConfigError as e:
             raise UsageError(str(e)) from None
         slurm = str(p)

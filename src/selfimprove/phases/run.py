@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from ..engines.job_record import set_rerun
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..rundir import RunDir, atomic_write_json
 from ..teacher import MAX_TEACHER_ATTEMPTS, TeacherContext, call_teacher, make_context
@@ -107,9 +108,13 @@ def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], 
 
 def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: bool = True,
              seeds: int | None = None, quiet: bool = False, allow_no_signal: bool = False,
-             parallel: int | None = None, teacher_record: dict[str, Any] | None = None) -> dict[str, Any]:
+             parallel: int | None = None, teacher_record: dict[str, Any] | None = None,
+             restart: bool = False, resume: bool = False) -> dict[str, Any]:
     """Drive a bootstrapped run dir to the end. Returns finalize's result plus phase timings.
     `parallel`: Phase 4 arms trained at once (None: compare's default for the engine).
+    `restart` / `resume` (what the job lines advise after a crashed, cancelled or timed-out job) go to the
+    phase where the run stands: baseline while iter_0 has no eval, else iterate while Phase 3 runs, else
+    compare; like the phase commands, they act only on a job that is gone, never on a live one.
 
     `seeds` (Phase 4 training seeds) is written to run.json first, so a resumed run keeps it."""
     timings: dict[str, float] = {}
@@ -126,11 +131,25 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
         _timed(rd, "introspect", lambda: introspect(rd, announce=False), timings)
     if rd.read_run().status == "aborted":  # re-read: introspect records an env it cannot load as an abort
         return {**finalize(rd), "timings_s": timings}
-    _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal), timings)
+    flags = {"restart": restart, "resume": resume}
 
-    iterate_with_teacher(rd, teacher, quiet=quiet, timings=timings, teacher_record=teacher_record)
+    def take(here: bool) -> dict[str, bool]:
+        """The recovery flags for the phase where the run stands (`here`), once; {} elsewhere."""
+        if not here:
+            return {}
+        given, flags["restart"], flags["resume"] = dict(flags), False, False
+        return given
+
+    base_flags = take(not rd.iter(0).eval_summary.exists())
+    _timed(rd, "baseline", lambda: run_baseline(rd, quiet=quiet, allow_no_signal=allow_no_signal, **base_flags),
+           timings)
+
+    iterate_with_teacher(rd, teacher, quiet=quiet, timings=timings, teacher_record=teacher_record,
+                         **take(rd.read_run().status == "running"))
     if pick_best(rd.read_metrics().iters) is not None:
-        _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet, parallel=parallel), timings)  # seeds: run.json
+        compare_flags = take(True)
+        _timed(rd, "compare", lambda: compare(rd, control=control, quiet=quiet, parallel=parallel, **compare_flags),
+               timings)  # seeds: run.json
     elif not quiet:  # e.g. the budget ran out during iter_0: nothing to compare, still summarise
         console.print("compare skipped: no iteration >= 1 finished before Phase 3 ended")
     out = _timed(rd, "finalize", lambda: finalize(rd), timings)
@@ -142,19 +161,32 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
 def run(opts: BootstrapOptions | None, run_dir: Path | None, teacher: Callable[[TeacherContext], None],
         *, control: bool = True, seeds: int | None = None, quiet: bool = False,
         allow_no_signal: bool = False, parallel: int | None = None,
-        teacher_record: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Bootstrap (unless resuming an existing run dir), then drive the run to its end."""
+        teacher_record: dict[str, Any] | None = None, restart: bool = False,
+        resume: bool = False) -> dict[str, Any]:
+    """Bootstrap (unless resuming an existing run dir), then drive the run to its end.
+
+    Inside `run DATASET ...` every line that says how to go on names `selfimprove run --run-dir R` (the
+    same command would bootstrap a new run dir): job_record.set_rerun."""
     check_seeds(seeds)  # before bootstrap writes a run dir
     check_parallel(parallel)
     if run_dir is None:
         if opts is None:
             raise SelfImproveError("give a dataset to start a run, or --run-dir to resume one")
         rd = bootstrap(opts)
+        set_rerun(f"selfimprove run --run-dir {rd.root}")
         record_teacher(rd, teacher_record)  # a new run is resumed with its teacher from the start
         if not quiet:
             console.print(f"run dir: {rd.root}")
     else:
         rd = RunDir(run_dir).require()
-    return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, seeds=seeds, quiet=quiet,
-                                                allow_no_signal=allow_no_signal, parallel=parallel,
-                                                teacher_record=teacher_record)}
+    interrupted = False
+    try:
+        return {"run_dir": str(rd.root), **run_loop(rd, teacher, control=control, seeds=seeds, quiet=quiet,
+                                                    allow_no_signal=allow_no_signal, parallel=parallel,
+                                                    teacher_record=teacher_record, restart=restart, resume=resume)}
+    except KeyboardInterrupt:
+        interrupted = True  # set_rerun still holds: the CLI's "interrupted" line names `run --run-dir R`
+        raise
+    finally:
+        if not interrupted:
+            set_rerun(None)

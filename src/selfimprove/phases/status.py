@@ -8,7 +8,7 @@ from typing import Any
 
 from ..models import RunConfig
 from ..rundir import RunDir
-from .cancel import slurm_jobs
+from .cancel import live_jobs
 from .context import RunContext
 from .phase4_state import missing_phase4_arms, phase4_arms
 from .signal import not_a_result, signal_state
@@ -105,6 +105,7 @@ def run_status(rd: RunDir) -> dict[str, Any]:
     elapsed = (cfg.end_ts or time.time()) - cfg.start_ts
     phase, nxt = next_step(ctx)
     clock, used = budget_clock(cfg)
+    jobs = live_jobs(rd)
     return {
         "run_dir": str(rd.root),
         "dataset": cfg.dataset,
@@ -136,5 +137,8 @@ def run_status(rd: RunDir) -> dict[str, Any]:
         "phase4_errors": [e.model_dump(mode="json") for e in cfg.phase4_errors],
         "phase4_missing": missing_phase4_arms(rd, cfg),
         "plot": str(rd.plot_png) if rd.plot_png.exists() else None,
-        "slurm_jobs": slurm_jobs(rd),  # each arm's SLURM job (id, state, reason, log); [] off SLURM
+        # every job of the run: local (pid, step, log; live only) and SLURM (id, state, reason, step, log)
+        "jobs": jobs["jobs"],
+        "slurm_jobs": [j for j in jobs["jobs"] if j["kind"] == "slurm"],
+        "job_notes": jobs["notes"],  # job records that do not count (a copy's, a forged one, a damaged one)
     }
