@@ -26,6 +26,7 @@ from ..gates.diversity import check_diversity
 from ..gates.provenance import check_failure_provenance
 from ..gates.ngram_hash import EvalNgramIndex
 from ..gates.report import WeaknessReport, check_weakness_report, render_report_skeleton
+from ..ui import terminal_safe
 from ..gates.reward_lint import lint_reward_functions
 from ..models import RunConfig
 from ..resources import project_file
@@ -231,9 +232,10 @@ LOG_TAIL_LINES, LOG_TAIL_LINE_CHARS = 8, 300
 
 def log_tail(log: Path) -> str:
     """The last lines of a log for a stop message: at most 8 lines of at most 300 characters each (a
-    generator that printed a 5 MB line before crashing made a 1 MB message); the log keeps the rest."""
+    generator that printed a 5 MB line before crashing made a 1 MB message); the log keeps the rest.
+    The generator's output is quoted to a terminal: its control characters are shown escaped."""
     try:
-        return "\n".join(last_lines(log, LOG_TAIL_LINES, LOG_TAIL_LINE_CHARS))
+        return terminal_safe("\n".join(last_lines(log, LOG_TAIL_LINES, LOG_TAIL_LINE_CHARS)))
     except OSError as e:
         return f"(cannot read {log}: {e.strerror})"
 

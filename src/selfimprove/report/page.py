@@ -307,8 +307,14 @@ def render(data: dict) -> str:
                 f"selfimprove report: {data['run']['dataset']}", Html(CSS), body, footer)
 
 
-def write_report(rd: RunDir, table: dict[str, Any] | None, path: Path | None = None) -> Path:
-    """Write the page (default R/report.html) atomically; return its path."""
+def write_report(rd: RunDir, table: dict[str, Any] | None, path: Path | None = None, *,
+                 mode: int | None = None, problems: list[str] | None = None) -> Path:
+    """Write the page (default R/report.html; an `--out` path is checked by `target.checked_target`)
+    atomically, with permission bits `mode` (default the tool's); return its path. `problems` gets
+    the run dir's records that failed their model, one line each (the page shows each in its part's place)."""
     target = Path(path) if path is not None else rd.report_html
-    atomic_write_text(target, render(collect(rd, table)))
+    data = collect(rd, table)
+    atomic_write_text(target, render(data), mode=mode)
+    if problems is not None:
+        problems.extend(data["problems"])
     return target
