@@ -20,9 +20,11 @@ SUMMARY_BEGIN and SUMMARY_END. Teacher text the tool writes into the file goes t
 which turns the tool's marker prefix into a plain comment, so it cannot open a tool section.
 
 Migration rule for run dirs written before the markers: a scratchpad with no marker for a part
-is read by the exact heading the tool wrote there, with its UTC stamp (`## Iteration 2 — 2026-...
-UTC`, `## Final summary — 2026-... UTC`), never by a heading that merely starts with the same
-words; the next finalize rewrites that summary with its markers.
+is read by the heading the tool wrote there: an iteration entry by `## Iteration 2 — ` (the
+em-dash the tool writes), the summary by `## Final summary — <UTC stamp>` or `## Partial summary
+— <UTC stamp>` exactly, never by a heading that merely starts with the same words; the next
+finalize rewrites that summary with its markers. Once a scratchpad holds a summary marker, only
+markers count.
 """
 
 from __future__ import annotations
@@ -181,12 +183,12 @@ def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_fr
 def iteration_entry_span(text: str, n: int) -> tuple[int, int] | None:
     """[start, end) of iteration n's entry, or None: from its marker line to the next marker line
     (another entry, the summary) or the end. An entry written before the markers starts at the
-    tool's stamped heading "## Iteration n — <UTC stamp>" and runs to the next level-2 heading."""
+    tool's heading "## Iteration n — <UTC stamp>" and runs to the next level-2 heading."""
     start = _marker_line(text, marker(f"iter_{n}"))
     if start >= 0:
         nxt = text.find("\n" + TOOL_MARK, start + 1)  # the next line the tool opened (teacher text is fenced)
         return start, (nxt + 1 if nxt >= 0 else len(text))
-    m = re.search(rf"(?m)^## Iteration {n} — {_STAMP}$", text)
+    m = re.search(rf"(?m)^## Iteration {n} — ", text)
     if m is None:
         return None
     start = m.start()

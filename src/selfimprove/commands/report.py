@@ -7,8 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..phases.finalize import report_table
-from ..report.page import write_report
+from ..report.page import table_or_error, write_report
 from ..report.target import checked_target
 from ..rundir import RunDir
 from ..ui import console, out, terminal_safe
@@ -49,7 +48,7 @@ def command(
     # be a regular file, so a directory or a planted link there is refused in one line.
     path, mode = checked_target(rd, out_file if out_file is not None else rd.report_html, force=out_file is None or force)
     problems: list[str] = []
-    path = write_report(rd, report_table(rd), path, mode=mode, problems=problems)
+    path = write_report(rd, table_or_error(rd), path, mode=mode, problems=problems)
     for line in problems:  # a record that failed its model: the page shows the line in that part's place
         console.print(f"warning: {terminal_safe(line)}", markup=False, highlight=False)
     out.print(f"report: {path}", markup=False, highlight=False)

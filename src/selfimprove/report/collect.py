@@ -141,6 +141,7 @@ def collect(rd: RunDir, table: dict[str, Any] | None) -> dict[str, Any]:
     weakness = weakness_parts(rd, metrics)
     iterations = iteration_parts(rd, cfg, metrics)
     problems = ([hub] if hub else []) + ([weakness["error"]] if weakness and weakness.get("error") else [])
+    problems += [table["error"]] if table and table.get("error") else []
     problems += [p for it in iterations for p in it["problems"]]
     return {
         "run_dir": str(rd.root),
