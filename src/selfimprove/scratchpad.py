@@ -21,7 +21,7 @@ which turns the tool's marker prefix into a plain comment, so it cannot open a t
 
 Migration rule for run dirs written before the markers: a scratchpad with no marker for a part
 is read by the heading the tool wrote there: an iteration entry by `## Iteration 2 — ` (the
-em-dash the tool writes), the summary by `## Final summary — <UTC stamp>` or `## Partial summary
+em-dash the tool writes) while the file holds no `<!-- selfimprove:iter_N -->` (N >= 1), the summary by `## Final summary — <UTC stamp>` or `## Partial summary
 — <UTC stamp>` exactly, never by a heading that merely starts with the same words; the next
 finalize rewrites that summary with its markers. Once a scratchpad holds a summary marker, only
 markers count.
@@ -52,6 +52,7 @@ TOOL_MARK = "<!-- selfimprove:"  # every marker starts so; only the tool writes 
 SUMMARY_BEGIN = "<!-- selfimprove:summary begin -->"
 SUMMARY_END = "<!-- selfimprove:summary end -->"
 _STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+_ITER_MARKERS = re.compile(r"(?m)^<!-- selfimprove:iter_[1-9][0-9]* -->[ \t]*$")
 _LEGACY_SUMMARY = re.compile(rf"(?m)^## (?:Final|Partial) summary — {_STAMP}$")  # before the markers
 
 
@@ -182,12 +183,15 @@ def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_fr
 
 def iteration_entry_span(text: str, n: int) -> tuple[int, int] | None:
     """[start, end) of iteration n's entry, or None: from its marker line to the next marker line
-    (another entry, the summary) or the end. An entry written before the markers starts at the
-    tool's heading "## Iteration n — <UTC stamp>" and runs to the next level-2 heading."""
+    (another entry, the summary) or the end. In a file with no iteration marker (written before
+    them), an entry starts at the tool's heading "## Iteration n — <UTC stamp>" and runs to the next
+    level-2 heading."""
     start = _marker_line(text, marker(f"iter_{n}"))
     if start >= 0:
         nxt = text.find("\n" + TOOL_MARK, start + 1)  # the next line the tool opened (teacher text is fenced)
         return start, (nxt + 1 if nxt >= 0 else len(text))
+    if _ITER_MARKERS.search(text):  # a file with iteration markers: a heading without one is the teacher's
+        return None
     m = re.search(rf"(?m)^## Iteration {n} — ", text)
     if m is None:
         return None
