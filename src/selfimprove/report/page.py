@@ -59,6 +59,9 @@ PAGE_MARKER = '<meta name="generator" content="selfimprove report page">'
 PAGE_PREFIX = '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">' + PAGE_MARKER
 
 
+MAX_BUCKETS = 60  # a valid report has at most a few dozen (report gate: domain and sub_domain counts)
+
+
 def _pct(x: float | None, digits: int = 3) -> str:
     return "-" if x is None else fmt(x, f".{digits}f")
 
@@ -257,8 +260,12 @@ def _iteration(it: dict) -> Html:
     rows = "" if it["rows"] is None else (f"{it['rows']} rows generated" + (
         f", {it['rows_dropped_eval_overlap']} dropped for overlapping the evaluated questions"
         if it["rows_dropped_eval_overlap"] else ""))
+    shown = it["buckets"][:MAX_BUCKETS]  # a forged front matter may list thousands: the page stays small
     buckets = join(html("<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
-                        b["domain"], b["severity"], b["sub_domain"], b["rows"]) for b in it["buckets"])
+                        b["domain"], b["severity"], b["sub_domain"], b["rows"]) for b in shown)
+    if len(it["buckets"]) > MAX_BUCKETS:
+        buckets = join([buckets, html("<tr><td colspan=\"4\">... {} more buckets not shown</td></tr>",
+                                      len(it["buckets"]) - MAX_BUCKETS)])
     note = html("<p class=\"muted\">{}</p>", it["note"]) if it["note"] else Html()
     bucket_html = (html("<table class=\"buckets\"><tr><th>domain</th><th>severity</th><th>failure mode</th>"
                         "<th>target rows</th></tr>{}</table>", buckets) if buckets else Html())
