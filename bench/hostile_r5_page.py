@@ -179,9 +179,9 @@ def _stopped_with(tmp: Path, t, damage) -> Path:
     return run
 
 
-def _no_control(tmp: Path, run: Path) -> None:
+def _no_control(tmp: Path, run: Path, code: int) -> None:
     p = cli(["iterate", "--run-dir", str(run)], tmp)
-    assert p.returncode == 3 and "\x1b" not in p.stderr and "\u202e" not in p.stderr and "\\x1b" in p.stderr, p.stderr
+    assert p.returncode == code and "\x1b" not in p.stderr and "\u202e" not in p.stderr and "\\x1b" in p.stderr, p.stderr
 
 
 def _gen_prints_escapes(d: Path) -> None:
@@ -199,13 +199,13 @@ def _labels_with_escapes(d: Path) -> None:
 @case(f"{P}a generator printing ANSI/OSC: the stop quotes it escaped", ("gen_dataset.py",), code=3)
 def _(tmp, t):
     run = _stopped_with(tmp, t, _gen_prints_escapes)
-    _no_control(tmp, run)
+    _no_control(tmp, run, 3)
     return ["iterate", "--run-dir", str(run)], run
 
 
 @case(f"{P}labels with ESC and U+202E: labels_unique quotes them escaped", ("labels_unique", "weakness_report.md"),
-      code=3)
+      code=4)
 def _(tmp, t):
     run = _stopped_with(tmp, t, _labels_with_escapes)
-    _no_control(tmp, run)
+    _no_control(tmp, run, 4)
     return ["iterate", "--run-dir", str(run)], run
