@@ -15,7 +15,7 @@ from selfimprove.gates.report import check_weakness_report
 from selfimprove.phases.finalize import WORKED_LINE, WORKED_PLACEHOLDER, replace_final_summary
 from selfimprove.phases.iteration_steps import log_tail
 from selfimprove.scratchpad import (SUMMARY_BEGIN, SUMMARY_END, TEACHER_SECTIONS, fill_teacher_sections,
-                                    has_iteration_entry, marker, summary_sections)
+                                    has_iteration_entry, iteration_entry_span, marker, summary_sections)
 from selfimprove.ui import terminal_safe
 
 PLAN = ("My plan, at length.\n\n## Final summary of my plan\n\nDrill carries first, then borrows.\n"
@@ -79,6 +79,16 @@ def test_teacher_text_is_fenced_so_it_cannot_open_a_tool_section(tmp_path: Path)
 def test_a_teacher_iteration_heading_is_not_the_tools_entry() -> None:
     assert not has_iteration_entry("# run\n\n## Iteration 2 ideas\nsoon\n", 2)
     assert has_iteration_entry(_entry(2), 2)
+    # below a marked entry, even the tool's heading form is the teacher's text
+    assert not has_iteration_entry(_entry(1, "## Iteration 2 — 2026-01-02 10:00:00 UTC\nfake\n"), 2)
+
+
+def test_an_old_run_dir_keeps_its_unmarked_entries_when_a_marked_one_follows() -> None:
+    """Migration: entries from before the markers stay readable above the first marked one."""
+    old = f"# run\n\n## Iteration 1 — 2026-01-01 10:00:00 UTC\n\n### 5. Results\n- {WORKED_PLACEHOLDER}\n\n"
+    text = old + _entry(2)
+    assert iteration_entry_span(text, 1) == (text.index("## Iteration 1"), len(old))
+    assert has_iteration_entry(text, 2)
 
 
 # ---------------------------------------------------------------- terminal

@@ -21,10 +21,10 @@ which turns the tool's marker prefix into a plain comment, so it cannot open a t
 
 Migration rule for run dirs written before the markers: a scratchpad with no marker for a part
 is read by the heading the tool wrote there: an iteration entry by `## Iteration 2 — ` (the
-em-dash the tool writes) while the file holds no `<!-- selfimprove:iter_N -->` (N >= 1), the summary by `## Final summary — <UTC stamp>` or `## Partial summary
-— <UTC stamp>` exactly, never by a heading that merely starts with the same words; the next
-finalize rewrites that summary with its markers. Once a scratchpad holds a summary marker, only
-markers count.
+em-dash the tool writes) above the first `<!-- selfimprove:iter_N -->` line (N >= 1; below it the
+text is the teacher's), the summary by `## Final summary — <UTC stamp>` or `## Partial summary —
+<UTC stamp>` exactly, never by a heading that merely starts with the same words, while the file
+holds no summary marker. The next finalize rewrites that summary with its markers.
 """
 
 from __future__ import annotations
@@ -183,21 +183,22 @@ def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_fr
 
 def iteration_entry_span(text: str, n: int) -> tuple[int, int] | None:
     """[start, end) of iteration n's entry, or None: from its marker line to the next marker line
-    (another entry, the summary) or the end. In a file with no iteration marker (written before
-    them), an entry starts at the tool's heading "## Iteration n — <UTC stamp>" and runs to the next
-    level-2 heading."""
+    (another entry, the summary) or the end. An entry written before the markers (an old run dir)
+    starts at the tool's heading "## Iteration n — <UTC stamp>" above the first marked entry, and
+    runs to the next level-2 heading or marker line."""
     start = _marker_line(text, marker(f"iter_{n}"))
     if start >= 0:
         nxt = text.find("\n" + TOOL_MARK, start + 1)  # the next line the tool opened (teacher text is fenced)
         return start, (nxt + 1 if nxt >= 0 else len(text))
-    if _ITER_MARKERS.search(text):  # a file with iteration markers: a heading without one is the teacher's
-        return None
-    m = re.search(rf"(?m)^## Iteration {n} — ", text)
+    # An entry written before the markers lies above the first marked one; below it, a heading
+    # without a marker is the teacher's (every marked entry's text is the teacher's to write).
+    first = _ITER_MARKERS.search(text)
+    m = re.compile(rf"(?m)^## Iteration {n} — ").search(text, 0, first.start() if first else len(text))
     if m is None:
         return None
     start = m.start()
-    nxt = text.find("\n## ", start + 1)
-    return start, (nxt + 1 if nxt >= 0 else len(text))
+    nxt = [i for i in (text.find("\n## ", start + 1), text.find("\n" + TOOL_MARK, start + 1)) if i >= 0]
+    return start, (min(nxt) + 1 if nxt else len(text))
 
 
 def has_iteration_entry(text: str, n: int) -> bool:
