@@ -208,3 +208,11 @@ def test_report_prints_a_bad_record_as_one_warning_line(tmp_path: Path, cli) -> 
     assert res.exit_code == 0, res.stderr
     warnings = [ln for ln in res.stderr.splitlines() if ln.startswith("warning:")]
     assert len(warnings) == 1 and str(bad) in warnings[0] and "unexpected" not in res.stderr
+
+
+def test_a_directory_in_place_of_the_runs_report_html_is_one_line(tmp_path: Path, cli) -> None:
+    rd = _run(tmp_path)
+    rd.report_html.mkdir()
+    res = cli("report", "--run-dir", rd.root)
+    assert res.exit_code == 2 and "report.html: a directory" in res.stderr and "--out" in res.stderr
+    assert len(res.stderr.strip().splitlines()) == 1 and rd.report_html.is_dir()

@@ -46,7 +46,7 @@ def command(
     rd = RunDir(run_dir).require()
     # The run's own report.html is the tool's file (replaced whatever it holds); it is still checked to
     # be a regular file, so a directory or a planted link there is refused in one line.
-    path, mode = checked_target(rd, out_file if out_file is not None else rd.report_html, force=out_file is None or force)
+    path, mode = checked_target(rd, out_file, force=force)
     problems: list[str] = []
     path = write_report(rd, table_or_error(rd), path, mode=mode, problems=problems)
     for line in problems:  # a record that failed its model: the page shows the line in that part's place

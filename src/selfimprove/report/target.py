@@ -42,10 +42,16 @@ def _run_dir_of(path: Path) -> Path | None:
     return None
 
 
-def checked_target(rd: RunDir, out: Path, *, force: bool = False) -> tuple[Path, int | None]:
-    """(the path to write, the mode to keep or None for a new file), or a one-line UsageError."""
+def checked_target(rd: RunDir, out: Path | None, *, force: bool = False) -> tuple[Path, int | None]:
+    """(the path to write, the mode to keep or None for a new file), or a one-line UsageError.
+    `out` None: the run's own report.html (replaced whatever it holds, but still a regular file)."""
+    default = out is None
+    if out is None:
+        out, force = rd.report_html, True
+        flag = str(out)
+    else:
+        flag = f"--out {out}"
     path = Path(os.path.abspath(out.expanduser()))
-    flag = f"--out {out}"
     if not path.parent.is_dir():
         raise UsageError(f"{flag}: its directory {path.parent} does not exist; create it or name a file in an "
                          "existing directory")
@@ -56,10 +62,12 @@ def checked_target(rd: RunDir, out: Path, *, force: bool = False) -> tuple[Path,
     except OSError as e:
         raise UsageError(f"{flag}: cannot be checked ({e.strerror}); name a file you can write") from None
     if st is not None and stat.S_ISLNK(st.st_mode):
-        raise UsageError(f"{flag}: a symbolic link; name the file itself (the page is never written through a link)")
+        raise UsageError(f"{flag}: a symbolic link (the page is never written through a link); "
+                         + ("remove it, or write the page elsewhere with --out" if default else "name the file itself"))
     if st is not None and not stat.S_ISREG(st.st_mode):
         kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file (a device, pipe or socket)"
-        raise UsageError(f"{flag}: {kind}; name a file for the page, e.g. {path / 'report.html' if stat.S_ISDIR(st.st_mode) else '/tmp/report.html'}")
+        raise UsageError(f"{flag}: {kind}; " + ("move it aside, or write the page elsewhere with --out" if default else
+                         f"name a file for the page, e.g. {path / 'report.html' if stat.S_ISDIR(st.st_mode) else '/tmp/report.html'}"))
     real = path.parent.resolve() / path.name
     run = _run_dir_of(real)
     if run is not None and real != run / "report.html":
