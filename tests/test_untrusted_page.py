@@ -19,7 +19,8 @@ from test_finalize_seeds import make_run
 from selfimprove.phases.analyze import arm_weakness  # noqa: F401  (the page's fallback; imported so a rename fails here)
 from selfimprove.phases.finalize import report_table
 from selfimprove.report.collect import collect
-from selfimprove.report.page import PAGE_PREFIX, render, table_or_error, write_report
+from selfimprove.commands.report import table_or_error
+from selfimprove.report.page import PAGE_PREFIX, render, write_report
 from selfimprove.rundir import RunDir
 from selfimprove.weakness import Rollout, weakness_stats
 

@@ -3,15 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from ..report.page import table_or_error, write_report
+from ..errors import RunDirError
+from ..phases.finalize import report_table
+from ..report.page import write_report
 from ..report.target import checked_target
 from ..rundir import RunDir
 from ..ui import console, out, terminal_safe
 from ._common import RunDirOpt, cli_errors
+
+
+def table_or_error(rd: RunDir) -> dict[str, Any] | None:
+    """`phases.finalize.report_table`, or {"error": line} when a record it rests on fails its model
+    (a damaged hub_env.json): the page is then written without the table, saying why."""
+    try:
+        return report_table(rd)
+    except RunDirError as e:
+        return {"error": str(e)}
 
 
 @cli_errors

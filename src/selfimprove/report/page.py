@@ -19,7 +19,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import RunDirError
 from ..rundir import RunDir, atomic_write_text
 from ..ui import fmt_duration
 from ..weakness import CLASS_MEANING
@@ -131,7 +130,7 @@ def _measured_on(rows: list[dict]) -> str:
 
 def _summary(data: dict) -> Html:
     table = data["table"]
-    if table and table.get("error"):  # a record the table rests on is unreadable (`table_or_error`)
+    if table and table.get("error"):  # a record the table rests on is unreadable (commands/report.py)
         return html("<h2 id=\"summary\">Summary table</h2><p class=\"alert\">Not shown: {}</p>", table["error"])
     if not table or not table.get("rows"):
         return html("<h2 id=\"summary\">Summary table</h2><p>No arm has been evaluated yet.</p>")
@@ -315,17 +314,6 @@ def render(data: dict) -> str:
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{}</style></head>"
                 "<body><main>{}{}</main></body></html>\n",
                 f"selfimprove report: {data['run']['dataset']}", Html(CSS), body, footer)
-
-
-def table_or_error(rd: RunDir) -> dict[str, Any] | None:
-    """`phases.finalize.report_table`, or {"error": line} when a record it rests on fails its model
-    (a damaged hub_env.json): the page is then written without the table, saying why."""
-    from ..phases.finalize import report_table  # the phase that writes the page: imported where used
-
-    try:
-        return report_table(rd)
-    except RunDirError as e:
-        return {"error": str(e)}
 
 
 def write_report(rd: RunDir, table: dict[str, Any] | None, path: Path | None = None, *,
