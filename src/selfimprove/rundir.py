@@ -98,8 +98,9 @@ os.umask(_UMASK)
 FILE_MODE = 0o666 & ~_UMASK
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write `text` to `path` so that readers see the old or the new content, never a mix."""
+def atomic_write_text(path: Path, text: str, mode: int | None = None) -> None:
+    """Write `text` to `path` so that readers see the old or the new content, never a mix.
+    `mode`: the file's permission bits (default FILE_MODE; `report --out` keeps a replaced page's)."""
     path = Path(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -107,7 +108,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     except OSError as e:  # name the file the user knows, not the temp file (read-only dir, full disk)
         raise OSError(e.errno, e.strerror, str(path)) from None
     try:
-        os.fchmod(fd, FILE_MODE)
+        os.fchmod(fd, FILE_MODE if mode is None else mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -11,6 +11,20 @@ writes (TEACHER_SECTIONS) and, once the iteration is recorded, in its "what
 worked" line (WORKED_PLACEHOLDER). The report gate refuses to go on while any
 of them stays (`unfilled_teacher_sections`); teachers fill them with
 `fill_teacher_sections` (or by editing the file).
+
+The notebook's structure is the tool's, not the text's (issue 41): a teacher writes headings
+freely ("## Final summary of my plan" once made finalize erase 2,009 characters of an iteration).
+So the tool finds its own parts by marker lines it owns, never by headings: an iteration entry
+starts at its `<!-- selfimprove:iter_N -->` line, the summary lies between the lines
+SUMMARY_BEGIN and SUMMARY_END. Teacher text the tool writes into the file goes through `fenced`,
+which turns the tool's marker prefix into a plain comment, so it cannot open a tool section.
+
+Migration rule for run dirs written before the markers: a scratchpad with no marker for a part
+is read by the heading the tool wrote there: an iteration entry by `## Iteration 2 — ` (the
+em-dash the tool writes) above the first `<!-- selfimprove:iter_N -->` line (N >= 1; below it the
+text is the teacher's), the summary by `## Final summary — <UTC stamp>` or `## Partial summary —
+<UTC stamp>` exactly, never by a heading that merely starts with the same words, while the file
+holds no summary marker. The next finalize rewrites that summary with its markers.
 """
 
 from __future__ import annotations
@@ -34,9 +48,64 @@ TEACHER_SECTIONS = {
 WORKED_PLACEHOLDER = "_teacher: fill in before the next iteration._"
 
 
+TOOL_MARK = "<!-- selfimprove:"  # every marker starts so; only the tool writes it (`fenced`)
+SUMMARY_BEGIN = "<!-- selfimprove:summary begin -->"
+SUMMARY_END = "<!-- selfimprove:summary end -->"
+_STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+_ITER_MARKERS = re.compile(r"(?m)^<!-- selfimprove:iter_[1-9][0-9]* -->[ \t]*$")
+_LEGACY_SUMMARY = re.compile(rf"(?m)^## (?:Final|Partial) summary — {_STAMP}$")  # before the markers
+
+
 def marker(key: str) -> str:
     """The invisible tag an entry carries, e.g. `<!-- selfimprove:iter_0 -->`."""
     return f"<!-- selfimprove:{key} -->"
+
+
+def fenced(text: str) -> str:
+    """Teacher text as the tool writes it into the scratchpad: the tool's marker prefix becomes a
+    plain comment (`<!-- quoted selfimprove: ...`), so the text cannot open or close a tool section."""
+    return text.replace(TOOL_MARK, "<!-- quoted selfimprove:")
+
+
+def _marker_line(text: str, line: str, start: int = 0, end: int | None = None) -> int:
+    """Where `line` stands alone on a line of text[start:end] (-1 when it does not): a marker quoted
+    inside a sentence is not one."""
+    m = re.compile(rf"(?m)^{re.escape(line)}[ \t]*$").search(text, start, len(text) if end is None else end)
+    return m.start() if m else -1
+
+
+def summary_sections(pad: str) -> list[tuple[int, int, int, int]]:
+    """(start, end, body_start, body_end) of every summary in scratchpad.md, in order: [start, end)
+    is the whole section with its markers, [body_start, body_end) the summary text inside them.
+
+    With markers, each SUMMARY_END line closes the section opened by the nearest SUMMARY_BEGIN line
+    before it (a stray begin line above is not part of it). Without any (a run dir written before
+    them), a section starts at the tool's own stamped heading and runs to the next level-2 heading,
+    marker line or the end."""
+    out: list[tuple[int, int, int, int]] = []
+    if _marker_line(pad, SUMMARY_BEGIN) >= 0 or _marker_line(pad, SUMMARY_END) >= 0:
+        pos = 0
+        while (close := _marker_line(pad, SUMMARY_END, pos)) >= 0:
+            opens = [m.start() for m in re.finditer(rf"(?m)^{re.escape(SUMMARY_BEGIN)}[ \t]*$", pad[:close])
+                     if m.start() >= pos]
+            nl = pad.find("\n", close)
+            end = len(pad) if nl < 0 else nl + 1
+            if opens:
+                start = opens[-1]
+                body = pad.find("\n", start) + 1
+                out.append((start, end, body, close))
+            pos = end
+        return out
+    for m in _LEGACY_SUMMARY.finditer(pad):
+        nxt = [i for i in (pad.find("\n## ", m.start() + 1), pad.find("\n" + TOOL_MARK, m.start() + 1)) if i >= 0]
+        end = min(nxt) + 1 if nxt else len(pad)
+        out.append((m.start(), end, m.start(), end))
+    return out
+
+
+def wrap_summary(summary: str) -> str:
+    """A summary as the tool writes it: between its marker lines."""
+    return f"{SUMMARY_BEGIN}\n{summary.rstrip()}\n{SUMMARY_END}\n"
 
 
 _ENV_LINE = re.compile(r"(?m)^- real environment: .*$")
@@ -113,13 +182,28 @@ def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_fr
 
 
 def iteration_entry_span(text: str, n: int) -> tuple[int, int] | None:
-    """[start, end) of the "## Iteration n " entry: up to the next level-2 heading, or None."""
-    m = re.search(rf"(?m)^## Iteration {n} ", text)
+    """[start, end) of iteration n's entry, or None: from its marker line to the next marker line
+    (another entry, the summary) or the end. An entry written before the markers (an old run dir)
+    starts at the tool's heading "## Iteration n — <UTC stamp>" above the first marked entry, and
+    runs to the next level-2 heading or marker line."""
+    start = _marker_line(text, marker(f"iter_{n}"))
+    if start >= 0:
+        nxt = text.find("\n" + TOOL_MARK, start + 1)  # the next line the tool opened (teacher text is fenced)
+        return start, (nxt + 1 if nxt >= 0 else len(text))
+    # An entry written before the markers lies above the first marked one; below it, a heading
+    # without a marker is the teacher's (every marked entry's text is the teacher's to write).
+    first = _ITER_MARKERS.search(text)
+    m = re.compile(rf"(?m)^## Iteration {n} — ").search(text, 0, first.start() if first else len(text))
     if m is None:
         return None
     start = m.start()
-    nxt = text.find("\n## ", start + 1)
-    return start, (nxt + 1 if nxt >= 0 else len(text))
+    nxt = [i for i in (text.find("\n## ", start + 1), text.find("\n" + TOOL_MARK, start + 1)) if i >= 0]
+    return start, (min(nxt) + 1 if nxt else len(text))
+
+
+def has_iteration_entry(text: str, n: int) -> bool:
+    """Whether iteration n's pre-iteration entry is in the scratchpad (by its marker, or the old stamped heading)."""
+    return iteration_entry_span(text, n) is not None
 
 
 def unfilled_teacher_sections(text: str, n: int) -> list[str]:
@@ -148,11 +232,11 @@ def fill_teacher_sections(path: Path, n: int, sections: dict[int, str], worked_p
     if span:
         entry = text[span[0]:span[1]]
         for k, body in sections.items():
-            entry = entry.replace(TEACHER_SECTIONS[k][1], body.strip() or TEACHER_SECTIONS[k][1], 1)
+            entry = entry.replace(TEACHER_SECTIONS[k][1], fenced(body.strip()) or TEACHER_SECTIONS[k][1], 1)
         text = text[:span[0]] + entry + text[span[1]:]
     prev = iteration_entry_span(text, n - 1) if (worked_prev and n >= 2) else None
     if prev:
-        entry = text[prev[0]:prev[1]].replace(WORKED_PLACEHOLDER, worked_prev.strip(), 1)
+        entry = text[prev[0]:prev[1]].replace(WORKED_PLACEHOLDER, fenced(worked_prev.strip()), 1)
         text = text[:prev[0]] + entry + text[prev[1]:]
     atomic_write_text(Path(path), text)
     return unfilled_teacher_sections(text, n)

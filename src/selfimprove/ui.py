@@ -13,6 +13,7 @@ soft wrap, and no highlighting; a terminal keeps its own width.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import threading
 import time
@@ -33,6 +34,30 @@ def _console(stream: IO[str], *, stderr: bool) -> Console:
 # Progress and human messages go to stderr; stdout carries only results.
 console = _console(sys.stderr, stderr=True)
 out = _console(sys.stdout, stderr=False)
+
+
+# What a terminal acts on rather than shows: C0 controls but newline and tab (ESC opens CSI cursor
+# moves, clear-screen and OSC titles/links; CR and BS overwrite a line), DEL, C1 (U+009B is a CSI
+# on its own), and the bidi controls that reorder what is shown (U+202E turns a line around).
+_TERMINAL_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: object, *, newlines: bool = True) -> str:
+    """`text` with every character a terminal would act on shown as its escape (`\\x1b`, `\\u202e`).
+
+    Text the run dir holds (a generator's output, a teacher's labels and replies, any file a stranger
+    sent) is quoted to a person's terminal only through this: an ESC or an OSC sequence is printed as
+    visible characters, never run, so a generator cannot clear the screen or print a fake "all gates
+    passed" over the real lines. `newlines=False` also escapes newlines, for a value quoted inside one line."""
+    s = str(text)
+    if not newlines:
+        s = s.replace("\n", "\\n")
+
+    def shown(m: re.Match) -> str:
+        c = ord(m.group())
+        return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+
+    return _TERMINAL_UNSAFE.sub(shown, s)
 
 
 def fmt_duration(seconds: float) -> str:

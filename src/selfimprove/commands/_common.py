@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 
 from ..errors import SelfImproveError, TeacherActionNeeded, UsageError
-from ..ui import console, out
+from ..ui import console, out, terminal_safe
 
 RunDirOpt = Annotated[
     Path,
@@ -44,7 +44,9 @@ _OS_FIXES = {
 
 
 def _error_line(label: str, text: str) -> None:
-    console.print(f"{label} {escape(text)}", markup=True, highlight=False, soft_wrap=True)
+    """Print an error or stop line. Every message may quote the run dir (a generator's output, a
+    teacher's labels): its control characters are shown escaped (`ui.terminal_safe`), its rich markup as text."""
+    console.print(f"{label} {escape(terminal_safe(text))}", markup=True, highlight=False, soft_wrap=True)
 
 
 def _crash_log(run_dir: Any, command: str) -> Path | None:

@@ -3,23 +3,36 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from ..errors import UsageError
+from ..errors import RunDirError
 from ..phases.finalize import report_table
 from ..report.page import write_report
+from ..report.target import checked_target
 from ..rundir import RunDir
-from ..ui import out
+from ..ui import console, out, terminal_safe
 from ._common import RunDirOpt, cli_errors
+
+
+def table_or_error(rd: RunDir) -> dict[str, Any] | None:
+    """`phases.finalize.report_table`, or {"error": line} when a record it rests on fails its model
+    (a damaged hub_env.json): the page is then written without the table, saying why."""
+    try:
+        return report_table(rd)
+    except RunDirError as e:
+        return {"error": str(e)}
 
 
 @cli_errors
 def command(
     run_dir: RunDirOpt,
-    out_file: Annotated[Optional[Path], typer.Option("--out", help="Where to write the page (default: report.html in the run dir).",
+    out_file: Annotated[Optional[Path], typer.Option("--out", help="Where to write the page (default: report.html in the run dir). "
+                                                     "An existing file is replaced only when it is a page selfimprove wrote.",
                                                      show_default=False)] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing --out file that is not a page selfimprove "
+                                        "wrote (never a directory, link, device or a file in a run dir).")] = False,
 ) -> None:
     """Write the run's report page: one HTML file that opens offline in any browser.
 
@@ -32,14 +45,21 @@ def command(
     it reads no eval rows, only their numeric aggregates. `finalize` writes
     the same page.
 
+    --out refuses an existing file that is not a page selfimprove wrote
+    (--force replaces it), anything that is not a regular file, and any
+    file of a run dir but its report.html; a replaced page keeps its mode.
+
     Example usage:
 
         selfimprove report --run-dir $RUN_DIR
         selfimprove report --run-dir $RUN_DIR --out /tmp/report.html
     """
     rd = RunDir(run_dir).require()
-    if out_file is not None and not out_file.expanduser().resolve().parent.is_dir():
-        raise UsageError(f"--out {out_file}: its directory {out_file.expanduser().resolve().parent} does not exist; "
-                         "create it or name a file in an existing directory")
-    path = write_report(rd, report_table(rd), out_file.expanduser() if out_file else None)
+    # The run's own report.html is the tool's file (replaced whatever it holds); it is still checked to
+    # be a regular file, so a directory or a planted link there is refused in one line.
+    path, mode = checked_target(rd, out_file, force=force)
+    problems: list[str] = []
+    path = write_report(rd, table_or_error(rd), path, mode=mode, problems=problems)
+    for line in problems:  # a record that failed its model: the page shows the line in that part's place
+        console.print(f"warning: {terminal_safe(line)}", markup=False, highlight=False)
     out.print(f"report: {path}", markup=False, highlight=False)

@@ -17,6 +17,7 @@ When the front matter breaks the schema, only the schema errors are reported
 
 from __future__ import annotations
 
+import functools
 import json
 import string
 from collections import Counter
@@ -27,6 +28,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..resources import project_file
+from ..ui import terminal_safe
 from .common import GateFailure, GateReport, label_repr, share
 
 GATE = "report"
@@ -219,11 +221,13 @@ def report_rule_failures(report: WeaknessReport) -> list[GateFailure]:
             if not 1 <= _words(s.label) <= SUB_LABEL_MAX_WORDS:
                 fail("sub_domain_label_words", f"sub_domain label '{s.label}' ({d.label}) has {_words(s.label)} words; need 1-{SUB_LABEL_MAX_WORDS}")
 
-    # Labels are keys (rows reference them), so they must be unique.
-    dupes = [f"domain '{v}'" for v in _duplicates([d.label for d in doms])]
-    dupes += [f"sub_domain '{v}' in '{d.label}'" for d in doms for v in _duplicates([s.label for s in d.sub_domains])]
-    dupes += [f"feature '{v}'" for v in _duplicates([f.label for f in report.structural_features])]
-    dupes += [f"custom reward '{v}'" for v in _duplicates([r.name for r in report.custom_rewards])]
+    # Labels are keys (rows reference them), so they must be unique. The message quotes them to a
+    # terminal: their control characters (ESC, OSC, U+202E) are shown escaped, never acted on.
+    q = functools.partial(terminal_safe, newlines=False)
+    dupes = [f"domain '{q(v)}'" for v in _duplicates([d.label for d in doms])]
+    dupes += [f"sub_domain '{q(v)}' in '{q(d.label)}'" for d in doms for v in _duplicates([s.label for s in d.sub_domains])]
+    dupes += [f"feature '{q(v)}'" for v in _duplicates([f.label for f in report.structural_features])]
+    dupes += [f"custom reward '{q(v)}'" for v in _duplicates([r.name for r in report.custom_rewards])]
     if dupes:
         fail("labels_unique", "duplicate labels: " + "; ".join(dupes))
 

@@ -52,7 +52,6 @@ reopens the run, and the next finalize replaces the "## Final summary".
 from __future__ import annotations
 
 import json
-import re
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -62,6 +61,7 @@ from ..faults import fault_point
 from ..models import EvalSummary, IterRecord, Metrics, RunConfig
 from ..report.table import comparison_lines, seed_test_lines, seeds_text, teacher_tokens_line
 from ..rundir import RunDir, atomic_write_text, split_seed_key
+from ..scratchpad import fenced, summary_sections, wrap_summary
 from ..stats import compare_arms, compare_over_seeds, one_sample_t_test
 from .arms import recorded_seed
 from .compare import ARM_LABELS, seed_members
@@ -319,40 +319,32 @@ def incomplete_message(result: dict[str, Any]) -> str | None:
 PARTIAL_HEADING = "## Partial summary"
 
 
-def _summary_sections(pad: str) -> list[tuple[int, int]]:
-    """(start, end) of every "## Final summary" and "## Partial summary" section of the scratchpad, in order;
-    a section runs to the next "## " heading or the end."""
-    out = []
-    for m in re.finditer(rf"(?m)^(?:{re.escape(FINAL_HEADING)}|{re.escape(PARTIAL_HEADING)})\b", pad):
-        nxt = pad.find("\n## ", m.start() + 1)
-        out.append((m.start(), nxt + 1 if nxt >= 0 else len(pad)))
-    return out
-
-
 def replace_final_summary(pad: str, summary: str) -> str:
-    """scratchpad.md with its summary replaced by `summary` (appended when there is none).
+    """scratchpad.md with its summary replaced by `summary` (appended when there is none), written
+    between the tool's marker lines (`scratchpad.summary_sections`: never found by a heading, which a
+    teacher can also write).
 
-    One summary at a time (issue 36): every "## Final summary" and "## Partial summary" goes, and the new
-    one (final or partial) takes the first one's place. A finalize after more seeds must not leave the old
-    summary's provisional recommendation standing, nor an INCOMPLETE partial summary below a final one.
-    What the teacher wrote under an old summary's "What worked" line is carried over, not lost."""
-    sections = _summary_sections(pad)
+    One summary at a time (issue 36): every summary goes, and the new one (final or partial) takes the
+    first one's place. A finalize after more seeds must not leave the old summary's provisional
+    recommendation standing, nor an INCOMPLETE partial summary below a final one. What the teacher
+    wrote under an old summary's "What worked" line is carried over (fenced), not lost."""
+    sections = summary_sections(pad)
     if not sections:  # no summary yet: append it
         sep = "" if not pad or pad.endswith("\n\n") else ("\n" if pad.endswith("\n") else "\n\n")
-        return pad + sep + summary
-    for start, end in reversed(sections):  # the teacher's latest words
-        old = pad[start:end]
+        return pad + sep + wrap_summary(summary)
+    for _start, _end, body_start, body_end in reversed(sections):  # the teacher's latest words
+        old = pad[body_start:body_end]
         teacher = old.split(WORKED_LINE, 1)[1].strip() if WORKED_LINE in old else ""
         if teacher and teacher != WORKED_PLACEHOLDER:
-            summary = summary.replace(f"{WORKED_LINE} {WORKED_PLACEHOLDER}", f"{WORKED_LINE} {teacher}")
+            summary = summary.replace(f"{WORKED_LINE} {WORKED_PLACEHOLDER}", f"{WORKED_LINE} {fenced(teacher)}")
             break
     kept, pos = [], 0
-    for start, end in sections:
+    for start, end, _b, _e in sections:
         kept.append(pad[pos:start])
         pos = end
     first = sections[0][0]
     before, after = pad[:first], "".join(kept[1:]) + pad[pos:]
-    return before + summary + ("\n" + after if after.strip() else "")
+    return before + wrap_summary(summary) + ("\n" + after if after.strip() else "")
 
 
 def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, Any]:

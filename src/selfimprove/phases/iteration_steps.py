@@ -26,10 +26,11 @@ from ..gates.diversity import check_diversity
 from ..gates.provenance import check_failure_provenance
 from ..gates.ngram_hash import EvalNgramIndex
 from ..gates.report import WeaknessReport, check_weakness_report, render_report_skeleton
+from ..ui import terminal_safe
 from ..gates.reward_lint import lint_reward_functions
 from ..models import RunConfig
 from ..resources import project_file
-from ..scratchpad import TEACHER_SECTIONS, unfilled_teacher_sections
+from ..scratchpad import TEACHER_SECTIONS, has_iteration_entry, marker, unfilled_teacher_sections
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text, read_json_object
 from ..ui import console
 from ..stack.env_package import (count_rows, file_sha256, install_and_verify, installed_provenance,
@@ -83,12 +84,13 @@ def render_generator_skeleton(hub, n: int, env_api) -> str:
 
 def append_iteration_entry(rd: RunDir, n: int, analysis: dict, real_weakness: dict | None = None) -> None:
     """The pre-iteration scratchpad entry (3a.5): five sections, results filled at record."""
-    if f"## Iteration {n} " in rd.read_scratchpad():
+    if has_iteration_entry(rd.read_scratchpad(), n):  # by its marker: a teacher's "## Iteration 2 ideas" is not it
         return  # already appended before a crash
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     q = ", ".join(f"Q{x['quartile']} {x['reward_mean']:.2f}" for x in analysis.get("reward_by_length_quartile", []))
     rd.append_scratchpad(
-        f"""## Iteration {n} — {ts}
+        f"""{marker(f"iter_{n}")}
+## Iteration {n} — {ts}
 
 Inputs: {analysis['n_failures_written']} failed TRAIN rollouts of {analysis['source_arm']} (steps {analysis['source_steps']}); eval_acc of {analysis['source_arm']} = {analysis['eval_acc_prev']:.3f}; train reward by length quartile: {q or 'n/a'}; share truncated {analysis.get('share_truncated')}.
 {weakness_line(real_weakness)}
@@ -231,9 +233,10 @@ LOG_TAIL_LINES, LOG_TAIL_LINE_CHARS = 8, 300
 
 def log_tail(log: Path) -> str:
     """The last lines of a log for a stop message: at most 8 lines of at most 300 characters each (a
-    generator that printed a 5 MB line before crashing made a 1 MB message); the log keeps the rest."""
+    generator that printed a 5 MB line before crashing made a 1 MB message); the log keeps the rest.
+    The generator's output is quoted to a terminal: its control characters are shown escaped."""
     try:
-        return "\n".join(last_lines(log, LOG_TAIL_LINES, LOG_TAIL_LINE_CHARS))
+        return terminal_safe("\n".join(last_lines(log, LOG_TAIL_LINES, LOG_TAIL_LINE_CHARS)))
     except OSError as e:
         return f"(cannot read {log}: {e.strerror})"
 

@@ -22,7 +22,7 @@ from ..engines.job_record import set_rerun
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..rundir import RunDir, atomic_write_json
 from ..teacher import MAX_TEACHER_ATTEMPTS, TeacherContext, call_teacher, make_context
-from ..ui import console, fmt_duration, phase_line
+from ..ui import console, fmt_duration, phase_line, terminal_safe
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
 from .compare import check_parallel, check_seeds, compare, record_seeds
@@ -92,7 +92,8 @@ def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], 
             fresh = isinstance(stop, TeacherActionNeeded) and str(stop).startswith("teacher: fill")
             feedback = None if fresh else str(stop)
             if not quiet:
-                console.print(f"teacher: iter_{n} ({'write' if fresh else 'fix: ' + str(stop).splitlines()[0]})")
+                first = terminal_safe((str(stop).splitlines() or [""])[0])  # the teacher's text: shown, never acted on
+                console.print(f"teacher: iter_{n} ({'write' if fresh else 'fix: ' + first})", markup=False, highlight=False)
             context = make_context(rd, n, feedback)
             record_teacher(rd, teacher_record)
             started = time.perf_counter()

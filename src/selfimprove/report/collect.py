@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from ..engines.rollouts import train_rewards, train_steps
+from ..errors import RunDirError
 from ..models import IterRecord, Metrics, RunConfig
 from ..rundir import ArmDir, RunDir
 from ..ui import fmt_duration
@@ -59,18 +60,25 @@ def _ts(record: IterRecord | None) -> float | None:
     return record.ts if record is not None else None
 
 
+def hub_problem(rd: RunDir) -> str | None:
+    """hub_env.json's one-line error when it exists and fails its model (None when fine or absent)."""
+    if not rd.hub_env_json.is_file():
+        return None
+    try:
+        rd.read_hub_env()
+    except RunDirError as e:
+        return str(e)
+    return None
+
+
 def timeline(rd: RunDir, cfg: RunConfig, metrics: Metrics) -> list[dict[str, Any]]:
     """The phases as spans of unix time, from the timestamps run.json, hub_env.json and metrics.json hold.
 
     A phase's span runs from the end of the one before (its start is not recorded) to the time
-    its result was recorded; a phase under way has no end."""
+    its result was recorded; a phase under way has no end. A damaged hub_env.json leaves introspect
+    out (the page says the timeline is partial, `hub_problem`)."""
     spans: list[dict[str, Any]] = []
-    hub = None
-    if rd.hub_env_json.is_file():
-        try:
-            hub = rd.read_hub_env()
-        except Exception:  # noqa: BLE001  (a damaged hub_env.json: the page says the timeline is partial)
-            hub = None
+    hub = rd.read_hub_env() if rd.hub_env_json.is_file() and hub_problem(rd) is None else None
     last = cfg.start_ts
 
     def add(label: str, end: float | None, note: str = "") -> None:
@@ -129,6 +137,12 @@ def collect(rd: RunDir, table: dict[str, Any] | None) -> dict[str, Any]:
     any arm is recorded): the caller computes it, so this package never imports the phase that writes it."""
     cfg = rd.read_run()
     metrics = _metrics(rd)
+    hub = hub_problem(rd)
+    weakness = weakness_parts(rd, metrics)
+    iterations = iteration_parts(rd, cfg, metrics)
+    problems = ([hub] if hub else []) + ([weakness["error"]] if weakness and weakness.get("error") else [])
+    problems += [table["error"]] if table and table.get("error") else []
+    problems += [p for it in iterations for p in it["problems"]]
     return {
         "run_dir": str(rd.root),
         "generated_at": time.time(),
@@ -141,8 +155,11 @@ def collect(rd: RunDir, table: dict[str, Any] | None) -> dict[str, Any]:
         "table": table,
         "missing": _missing(rd, cfg, metrics, table),
         "curves": _curves(rd, metrics, table),
-        "weakness": weakness_parts(rd, metrics),
-        "iterations": iteration_parts(rd, cfg, metrics),
+        "weakness": weakness,
+        "iterations": iterations,
         "timeline": timeline(rd, cfg, metrics),
+        "timeline_note": f"The timeline is partial: {hub}" if hub else None,
+        # the run dir's records that failed their model, one line each (`selfimprove report` prints them)
+        "problems": list(dict.fromkeys(problems)),
         "teacher_tokens": dict(cfg.teacher_tokens),
     }

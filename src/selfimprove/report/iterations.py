@@ -4,7 +4,8 @@ groups' solve rates.
 
 Everything here is read from files Phase 3 already wrote (weakness_report.md's front matter,
 report_gate.json, generate.json, gate_report.json, gate_attempts.json, record.json, llm_teacher/ statuses,
-weakness_stats.json); weakness statistics not cached by `iterate` are computed with the same
+weakness_stats.json), the tool's records through their models (report/records.py: one that fails
+is a line in the entry's `problems`, never a crash); weakness statistics not cached by `iterate` are computed with the same
 function (`phases.analyze.arm_weakness`), from TRAIN rollouts only.
 """
 
@@ -16,8 +17,9 @@ from ..gates.report import parse_weakness_report
 from ..llm_teacher.api import Transcripts
 from ..models import Metrics, RunConfig
 from ..phases.analyze import arm_weakness, sealed_train_ids
-from ..phases.gate_attempts import read_attempts
+from ..errors import RunDirError
 from ..rundir import RunDir, read_json_object
+from .records import Attempts, Bad, Generated, GateRecord, IterationRecord, WeaknessStats, as_dict, read_record
 
 TOP_GROUPS = 12  # real prompt groups shown, weakest first (the order weakness_stats sorts them in)
 TOP_OWN_GROUPS = 6  # groups of an iteration's own generated rows
@@ -43,12 +45,21 @@ def _stage(it_dir, has_record: bool) -> str:
     return "not started"
 
 
-def _gate(record: dict | None) -> dict[str, Any] | None:
+def _gate(record: GateRecord | Bad | None, problems: list[str]) -> dict[str, Any] | None:
+    if isinstance(record, Bad):
+        problems.append(record.line)
+        return {"passed": False, "failures": [record.line], "checks": []}
     if record is None:
         return None
-    failures = [f"[{f.get('rule')}] {f.get('message')}" for f in record.get("failures") or []]
-    return {"passed": bool(record.get("passed")), "failures": failures,
-            "checks": sorted((record.get("stats") or {}).keys())}
+    return {"passed": record.passed, "failures": [f"[{f.rule}] {f.message}" for f in record.failures],
+            "checks": sorted(record.stats)}
+
+
+def _valid(record: Any, problems: list[str]) -> dict:
+    """A record's fields as a dict ({} when missing or invalid; an invalid one's line goes to `problems`)."""
+    if isinstance(record, Bad):
+        problems.append(record.line)
+    return as_dict(record) or {}
 
 
 def _buckets(it_dir, report_gate: dict | None) -> dict[str, Any]:
@@ -82,25 +93,41 @@ def iteration_parts(rd: RunDir, cfg: RunConfig, metrics: Metrics) -> list[dict[s
         if n < 1:
             continue
         it_dir = rd.iter(n).dir
-        record = read_json_object(it_dir / "record.json")
-        generated = read_json_object(it_dir / "generate.json") or {}
+        problems: list[str] = []  # the tool's records here that fail their model, one line each
+        record = read_record(it_dir / "record.json", IterationRecord)
+        fields = _valid(record, problems)
+        generated = _valid(read_record(it_dir / "generate.json", Generated), problems)
+        attempts = _valid(read_record(it_dir / "gate_attempts.json", Attempts), problems).get("attempts") or []
         rec = metrics.get(f"iter_{n}")
-        report_gate = read_json_object(it_dir / "report_gate.json")
+        report_gate = read_record(it_dir / "report_gate.json", GateRecord)
         out.append({
-            "n": n, "stage": _stage(it_dir, record is not None),
+            "n": n, "stage": _stage(it_dir, isinstance(record, IterationRecord)),
             "eval_acc": rec.eval_acc if rec else None, "acc_ci95": list(rec.acc_ci95) if rec else None,
             "n_eval": rec.n_eval if rec else None,
-            "verdict": (record or {}).get("verdict"), "delta_vs_prev": (record or {}).get("delta_vs_prev"),
-            "vs_iter0": (record or {}).get("vs_iter0"),
+            "verdict": fields.get("verdict"), "delta_vs_prev": fields.get("delta_vs_prev"),
+            "vs_iter0": fields.get("vs_iter0"),
             "rows": generated.get("rows"), "rows_dropped_eval_overlap": generated.get("rows_dropped_eval_overlap"),
-            **_buckets(it_dir, report_gate),
-            "report_gate": _gate(report_gate),
-            "dataset_gate": _gate(read_json_object(it_dir / "gate_report.json")),
-            "attempts": read_attempts(it_dir),
+            **_buckets(it_dir, _valid(report_gate, []) if report_gate is not None else None),
+            "report_gate": _gate(report_gate, problems),
+            "dataset_gate": _gate(read_record(it_dir / "gate_report.json", GateRecord), problems),
+            "attempts": attempts,
             "llm": _llm_exchanges(it_dir),
             "teacher_tokens": cfg.teacher_tokens.get(f"iter_{n}"),
+            "problems": problems,
         })
     return out
+
+
+class BadStats(Exception):
+    """A weakness_stats.json that fails its model; its message is the page's line for it."""
+
+
+def _saved(rd: RunDir, n: int) -> dict:
+    """iter_n/weakness_stats.json's figures ({} when it does not exist); BadStats when it fails its model."""
+    saved = read_record(rd.iter(n).dir / "weakness_stats.json", WeaknessStats)
+    if isinstance(saved, Bad):
+        raise BadStats(saved.line)
+    return as_dict(saved) or {}
 
 
 def _cached(rd: RunDir, key: str) -> dict | None:
@@ -108,13 +135,12 @@ def _cached(rd: RunDir, key: str) -> dict | None:
     the same whole-run window) or iter_N's own rows ("previous" in iter_{N+1}'s file)."""
     if key == "iter_0":
         for n in sorted(rd.iter_indices(), reverse=True):
-            saved = read_json_object(rd.iter(n).dir / "weakness_stats.json") or {}
+            saved = _saved(rd, n)
             if saved.get("real"):
                 return saved["real"]
         return None
     if key.startswith("iter_") and key[5:].isdigit():
-        saved = read_json_object(rd.iter(int(key[5:]) + 1).dir / "weakness_stats.json") or {}
-        return saved.get("previous")
+        return _saved(rd, int(key[5:]) + 1).get("previous")
     return None
 
 
@@ -135,9 +161,19 @@ def _brief(stats: dict, top: int) -> dict[str, Any]:
 
 def weakness_parts(rd: RunDir, metrics: Metrics) -> dict[str, Any] | None:
     """The real env's prompt groups (iter_0, then the Phase 4 arms trained on real data where they saw
-    the group), and each arm trained on generated rows over its own rows' groups."""
+    the group), and each arm trained on generated rows over its own rows' groups; {"error": line}
+    when a weakness_stats.json fails its model (the page shows the line in place of the section)."""
     if metrics.get("iter_0") is None:
         return None
+    try:
+        return _weakness_parts(rd, metrics)
+    except BadStats as e:
+        return {"error": str(e)}
+    except RunDirError as e:  # a damaged hub_env.json: which train rows are sealed is unknown, so none is shown
+        return {"error": f"{e} (the weakness groups are not shown while it is unreadable)"}
+
+
+def _weakness_parts(rd: RunDir, metrics: Metrics) -> dict[str, Any] | None:
     sealed = sealed_train_ids(rd) if rd.hub_env_json.is_file() else frozenset()
     real = _stats(rd, metrics, "iter_0", "the real env's train split", sealed)
     if real is None:

@@ -2,16 +2,16 @@
 
 Hand-built rather than drawn with matplotlib: the page must open anywhere with no extra
 installed (matplotlib is an optional extra), the SVG stays a few kilobytes per chart, and the
-text inside it is real text a browser can find and a test can read. Every string that reaches
-the markup goes through `html.escape`.
+text inside it is real text a browser can find and a test can read. Like the page, every value
+reaches the markup through `markup.html` (formatted, capped, escaped), numbers included.
 """
 
 from __future__ import annotations
 
 import math
-from html import escape
 
 from ..ui import fmt_duration
+from .markup import Html, html, join
 
 TRAIN_COLOR = "#1f77b4"  # the arm's train reward per step
 EVAL_COLOR = "#d95f02"  # its eval point with the 95% interval
@@ -33,7 +33,7 @@ def _fmt(v: float) -> str:
     return f"{v:g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
 
 
-def learning_curve(series: list[dict], evals: list[dict], *, title: str, width: int = 450, height: int = 220) -> str:
+def learning_curve(series: list[dict], evals: list[dict], *, title: str, width: int = 450, height: int = 220) -> Html:
     """An arm's train reward per step (one polyline per training seed) and its eval accuracy as a
     point with its 95% interval at the step it was evaluated.
 
@@ -57,66 +57,70 @@ def learning_curve(series: list[dict], evals: list[dict], *, title: str, width: 
     def py(y: float) -> float:
         return top + (1 - (y - y_lo) / (y_hi - y_lo)) * plot_h
 
-    parts = [f'<svg class="chart" role="img" viewBox="0 0 {width} {height}" '
-             f'width="{width}" height="{height}"><title>{escape(title)}</title>',
-             f'<text x="{left}" y="16" class="chart-title">{escape(title)}</text>']
+    parts = [html('<svg class="chart" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}"><title>{t}</title>'
+                  '<text x="{x}" y="16" class="chart-title">{t}</text>', w=width, h=height, t=title, x=left)]
     for t in _ticks(y_lo, y_hi):
-        parts.append(f'<line x1="{left}" x2="{left + plot_w}" y1="{py(t):.1f}" y2="{py(t):.1f}" class="grid"/>'
-                     f'<text x="{left - 6}" y="{py(t) + 4:.1f}" class="tick" text-anchor="end">{_fmt(t)}</text>')
+        parts.append(html('<line x1="{}" x2="{}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                          '<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>',
+                          left, left + plot_w, left - 6, py(t) + 4, _fmt(t), y=py(t)))
     for t in _ticks(x_lo + pad, x_hi - pad, 6):
         if float(t).is_integer():
-            parts.append(f'<text x="{px(t):.1f}" y="{top + plot_h + 16}" class="tick" text-anchor="middle">{int(t)}</text>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 4}" class="axis" text-anchor="middle">training step</text>')
-    parts.append(f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" class="frame"/>')
+            parts.append(html('<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>',
+                              px(t), top + plot_h + 16, int(t)))
+    parts.append(html('<text x="{}" y="{}" class="axis" text-anchor="middle">training step</text>',
+                      left + plot_w / 2, height - 4))
+    parts.append(html('<rect x="{}" y="{}" width="{}" height="{}" class="frame"/>', left, top, plot_w, plot_h))
     for i, line in enumerate(series):
         color = SEED_COLORS[i % len(SEED_COLORS)]
         pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(line["steps"], line["rewards"]))
         if len(line["steps"]) == 1:
-            parts.append(f'<circle cx="{px(line["steps"][0]):.1f}" cy="{py(line["rewards"][0]):.1f}" r="2.5" fill="{color}"/>')
+            parts.append(html('<circle cx="{:.1f}" cy="{:.1f}" r="2.5" fill="{}"/>',
+                              px(line["steps"][0]), py(line["rewards"][0]), color))
         elif pts:
-            parts.append(f'<polyline points="{pts}" fill="none" stroke="{color}" stroke-width="1.6" class="train-line">'
-                         f'<title>{escape(line["label"])}</title></polyline>')
+            parts.append(html('<polyline points="{}" fill="none" stroke="{}" stroke-width="1.6" class="train-line">'
+                              '<title>{}</title></polyline>', pts, color, line["label"]))
     for e in evals:
         if e.get("step") is None:
             continue
         x, (lo, hi) = px(e["step"]), (e.get("ci") or (e["acc"], e["acc"]))
-        parts.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{py(lo):.1f}" y2="{py(hi):.1f}" stroke="{EVAL_COLOR}" stroke-width="2"/>'
-                     f'<circle cx="{x:.1f}" cy="{py(e["acc"]):.1f}" r="4.5" fill="{EVAL_COLOR}" class="eval-point">'
-                     f'<title>{escape(e["label"])}</title></circle>')
-    legend_x = left + 8
-    parts.append(f'<line x1="{legend_x}" x2="{legend_x + 18}" y1="{top + 12}" y2="{top + 12}" stroke="{TRAIN_COLOR}" stroke-width="2"/>'
-                 f'<text x="{legend_x + 22}" y="{top + 16}" class="legend">train reward (mean per step)</text>'
-                 f'<circle cx="{legend_x + 9}" cy="{top + 28}" r="4" fill="{EVAL_COLOR}"/>'
-                 f'<text x="{legend_x + 22}" y="{top + 32}" class="legend">eval accuracy, 95% interval</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+        parts.append(html('<line x1="{x:.1f}" x2="{x:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="{c}" stroke-width="2"/>'
+                          '<circle cx="{x:.1f}" cy="{:.1f}" r="4.5" fill="{c}" class="eval-point"><title>{}</title></circle>',
+                          py(lo), py(hi), py(e["acc"]), e["label"], x=x, c=EVAL_COLOR))
+    lx = left + 8
+    parts.append(html('<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"/>'
+                      '<text x="{}" y="{}" class="legend">train reward (mean per step)</text>'
+                      '<circle cx="{}" cy="{}" r="4" fill="{}"/>'
+                      '<text x="{}" y="{}" class="legend">eval accuracy, 95% interval</text>',
+                      lx, lx + 18, top + 12, top + 12, TRAIN_COLOR, lx + 22, top + 16, lx + 9, top + 28, EVAL_COLOR,
+                      lx + 22, top + 32))
+    parts.append(Html("</svg>"))
+    return join(parts)
 
 
-def timeline(spans: list[dict], *, width: int = 720) -> str:
+def timeline(spans: list[dict], *, width: int = 720) -> Html:
     """The phases as bars on one time axis. spans: [{"label", "start", "end", "note"}] in unix seconds,
     in order; a span without an end (still running or never recorded) is drawn to the last known time."""
     known = [t for s in spans for t in (s["start"], s.get("end")) if t is not None]
     if not known:
-        return ""
+        return Html()
     t0, t1 = min(known), max(known)
     span_s = max(t1 - t0, 1e-9)
     label_w, row_h, top = 170, 22, 8
     plot_w = width - label_w - 90
     height = top + row_h * len(spans) + 24
-    parts = [f'<svg class="chart timeline" role="img" viewBox="0 0 {width} {height}" '
-             f'width="{width}" height="{height}"><title>phases on one time axis</title>']
+    parts = [html('<svg class="chart timeline" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}">'
+                  '<title>phases on one time axis</title>', w=width, h=height)]
     for i, s in enumerate(spans):
         y = top + i * row_h
         end = s.get("end") if s.get("end") is not None else t1
         x = label_w + (s["start"] - t0) / span_s * plot_w
         w = max((end - s["start"]) / span_s * plot_w, 2)
         cls = "bar" if s.get("end") is not None else "bar open"
-        parts.append(f'<text x="{label_w - 8}" y="{y + 15}" class="tick" text-anchor="end">{escape(s["label"])}</text>'
-                     f'<rect x="{x:.1f}" y="{y + 4}" width="{w:.1f}" height="{row_h - 8}" class="{cls}">'
-                     f'<title>{escape(s.get("note") or s["label"])}</title></rect>'
-                     f'<text x="{x + w + 6:.1f}" y="{y + 15}" class="tick">{escape(s.get("note") or "")}</text>')
-    parts.append(f'<text x="{label_w}" y="{height - 6}" class="tick">0</text>'
-                 f'<text x="{label_w + plot_w}" y="{height - 6}" class="tick" text-anchor="end">'
-                 f'{escape(fmt_duration(t1 - t0))}</text></svg>')
-    return "".join(parts)
-
+        parts.append(html('<text x="{}" y="{}" class="tick" text-anchor="end">{}</text>'
+                          '<rect x="{:.1f}" y="{}" width="{:.1f}" height="{}" class="{}"><title>{}</title></rect>'
+                          '<text x="{:.1f}" y="{}" class="tick">{}</text>',
+                          label_w - 8, y + 15, s["label"], x, y + 4, w, row_h - 8, cls, s.get("note") or s["label"],
+                          x + w + 6, y + 15, s.get("note") or ""))
+    parts.append(html('<text x="{}" y="{}" class="tick">0</text><text x="{}" y="{}" class="tick" text-anchor="end">'
+                      '{}</text></svg>', label_w, height - 6, label_w + plot_w, height - 6, fmt_duration(t1 - t0)))
+    return join(parts)
