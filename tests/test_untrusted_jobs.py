@@ -312,7 +312,7 @@ def test_run_takes_the_recovery_flags_only_with_a_run_dir(cli, new_run, monkeypa
         raise Stop
 
     monkeypatch.setattr(run_phase, "run_baseline", baseline)
-    monkeypatch.setattr(run_phase, "introspect", lambda rd: None)
+    monkeypatch.setattr(run_phase, "introspect", lambda rd, **kw: None)
     rd = RunDir(new_run())
     with pytest.raises(Stop):
         run_phase.run_loop(rd, lambda ctx: None, restart=True)
