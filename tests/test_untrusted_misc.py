@@ -137,3 +137,19 @@ def test_an_unusable_reply_is_sent_back_clipped(tmp_path: Path, monkeypatch) -> 
     assert len(sent) == MAX_TEACHER_ATTEMPTS
     for messages in sent[1:]:
         assert len(messages[2]["content"]) < llm.REASK_REPLY_CHARS + 100 and "characters of this reply cut" in messages[2]["content"]
+
+
+@pytest.mark.parametrize("status", ["aborted", "finalized"])
+def test_the_report_names_no_phase_command_a_closed_run_refuses(new_run, cli, status) -> None:
+    """The 'not in this report yet' box advised introspect/baseline on aborted and finalized runs: exit 5."""
+    from selfimprove.report.collect import collect
+
+    run_dir = new_run()
+    cfg = json.loads((run_dir / "run.json").read_text())
+    cfg.update(status=status, end_ts=cfg["start_ts"] + 60, reason="the env would not load")
+    (run_dir / "run.json").write_text(json.dumps(cfg))
+    missing = collect(RunDir(run_dir), None)["missing"]
+    assert any("introspect has not run" in m for m in missing)
+    assert not any("`selfimprove introspect" in m or "`selfimprove baseline" in m for m in missing), missing
+    assert f"the run {'was aborted (the env would not load)' if status == 'aborted' else 'is finalized'}" in missing[-1]
+    assert cli("introspect", "--run-dir", run_dir).exit_code == 5  # what the old advice ran into
