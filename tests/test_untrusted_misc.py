@@ -153,3 +153,14 @@ def test_the_report_names_no_phase_command_a_closed_run_refuses(new_run, cli, st
     assert not any("`selfimprove introspect" in m or "`selfimprove baseline" in m for m in missing), missing
     assert f"the run {'was aborted (the env would not load)' if status == 'aborted' else 'is finalized'}" in missing[-1]
     assert cli("introspect", "--run-dir", run_dir).exit_code == 5  # what the old advice ran into
+
+
+def test_a_note_that_is_not_utf8_is_a_usage_line_and_the_fixed_one_is_logged(new_run) -> None:
+    """It ended in 'unexpected UnicodeEncodeError ... re-run the same command to resume' (it never would)."""
+    run_dir = new_run()
+    cmd = [sys.executable, "-m", "selfimprove", "note", "--run-dir", str(run_dir), "--compact-failed"]
+    bad = subprocess.run([*cmd, b"timed out \xff".decode("utf-8", "surrogateescape")], capture_output=True, text=True)
+    assert bad.returncode == 2 and "--compact-failed: not UTF-8 text (character 11" in bad.stderr, bad.stderr
+    assert "re-run the same command" not in bad.stderr and not (run_dir / "errors.log").exists()
+    good = subprocess.run([*cmd, "timed out"], capture_output=True, text=True)  # the advice: UTF-8
+    assert good.returncode == 0 and json.loads((run_dir / "run.json").read_text())["compact_warnings"] == ["timed out"]
