@@ -164,3 +164,38 @@ def test_a_note_that_is_not_utf8_is_a_usage_line_and_the_fixed_one_is_logged(new
     assert "re-run the same command" not in bad.stderr and not (run_dir / "errors.log").exists()
     good = subprocess.run([*cmd, "timed out"], capture_output=True, text=True)  # the advice: UTF-8
     assert good.returncode == 0 and json.loads((run_dir / "run.json").read_text())["compact_warnings"] == ["timed out"]
+
+
+@pytest.mark.parametrize("content_type", ["application/json", "text/html"])
+def test_an_html_body_from_the_llm_server_names_the_server_not_the_teacher(content_type) -> None:
+    """A proxy's error page under a JSON content type escaped the SDK as JSONDecodeError, which read as 'the
+    teacher's write() raised ...; fix the teacher and re-run `selfimprove run`'."""
+    import http.server
+    import threading
+
+    pytest.importorskip("openai")
+    from selfimprove.llm_teacher.api import ApiSettings, _send
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def do_POST(self):
+            self.rfile.read(int(self.headers["Content-Length"]))
+            body = b"<html><body>502 Bad Gateway</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", content_type)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_port}/v1"
+    try:
+        with pytest.raises(TeacherError) as e:
+            _send(ApiSettings(model="m", base_url=url, api_key_env="K", retries=0),
+                  {"model": "m", "messages": [{"role": "user", "content": "x"}]}, "k")
+    finally:
+        server.shutdown()
+    assert url in str(e.value) and "chat-completions API" in str(e.value) and "fix the teacher" not in str(e.value)
