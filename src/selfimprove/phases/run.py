@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded  # noqa: F401
+from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
 from ..rundir import RunDir, atomic_write_json
 from ..teacher import MAX_TEACHER_ATTEMPTS, TeacherContext, call_teacher, make_context
 from ..ui import console, fmt_duration, phase_line
@@ -94,7 +94,7 @@ def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], 
                     f"iter_{n}: the teacher could not produce data that passes the gates in "
                     f"{MAX_TEACHER_ATTEMPTS} attempts; the last one said: {stop}\n"
                     f"Next: re-run `{rerun}` to give the teacher {MAX_TEACHER_ATTEMPTS} more attempts, or fix "
-                    f"{rd.iter(n).dir}/gen_dataset.py (never the rows) yourself and run "
+                    f"what it names in {rd.iter(n).dir} yourself (the generator, never the rows) and run "
                     f"`selfimprove iterate --run-dir {rd.root}`"
                 ) from None
             # A fresh skeleton is a first write; anything else is a fix request.
