@@ -74,7 +74,7 @@ for _label, _settings in (("teacher_input_chars -5", {"teacher_input_chars": -5}
         return ["run", "--run-dir", str(run)], run
 
 
-@case(f"{P}weaknesses --iter 99 names the iterations that exist", "pick --iter from 1 to", code=2)
+@case(f"{P}weaknesses --iter 99 does not say to wait for iter_98", "--source real", code=5)
 def _(tmp, t):
     run = copy_run(t.stop1, tmp)
     return ["weaknesses", "--run-dir", str(run), "--iter", "99"], run

@@ -70,10 +70,11 @@ def test_weaknesses_into_head_on_a_finalized_run_writes_nothing(run: RunDir) -> 
 
 def test_weaknesses_past_the_end_names_iterations_that_exist_and_that_works(run: RunDir, cli) -> None:
     """`--iter 99` said to wait for iter_98, which a 2-iteration run never makes."""
-    res = cli("weaknesses", "--run-dir", run.root, "--iter", "99")
+    res = cli("weaknesses", "--run-dir", run.root, "--iter", "99")  # both sources: previous reads iter_98
     err = " ".join(res.stderr.split())
-    assert res.exit_code == 2 and "iter_98 does not exist yet; iter_0 is the newest finished: pick --iter from 1 to 1" in err, err
-    assert cli("weaknesses", "--run-dir", run.root, "--iter", "1").exit_code == 0  # the advice
+    assert res.exit_code == 5 and "until it has" not in err, err
+    assert "no iteration has generated rows yet: use --source real, or --iter 2 once" in err, err
+    assert cli("weaknesses", "--run-dir", run.root, "--iter", "99", "--source", "real").exit_code == 0  # the advice
     res = cli("weaknesses", "--run-dir", run.root, "--iter", "2")  # iter_1 is next: iterate makes it
     assert "run `selfimprove iterate --run-dir" in " ".join(res.stderr.split())
 

@@ -60,21 +60,8 @@ def load_stats(rd: RunDir, iteration: int | None, source: str, group_by: str | N
         raise PhaseOrderError(f"{rd.iter(0).eval_summary}: missing; weakness statistics need iter_0's train rollouts: "
                               f"{fix}")
     n = iteration if iteration is not None else current_iteration(rd)
-    _check_reachable(rd, n)
     past_the_end = iteration is None and rd.read_run().status != "running" and not rd.iter(n).dir.is_dir()
     return {**_load_stats(rd, n, source, group_by), "past_the_end": past_the_end}
-
-
-def _check_reachable(rd: RunDir, n: int) -> None:
-    """--iter N beyond the next iteration: name the ones that exist (`--iter 99` said to wait for iter_98,
-    which a run of a few iterations never makes). iter_N reads iter_N-1, so N can be at most one past the
-    newest finished iteration, or two while Phase 3 is still to train the next one (iterate makes it)."""
-    last = max(i for i in rd.iter_indices() if rd.iter(i).eval_summary.is_file())  # iter_0 is done here
-    cfg = rd.read_run()
-    coming = cfg.status == "running" and last + 1 < cfg.max_iters  # max_iters counts iter_0
-    if n > last + (2 if coming else 1):
-        raise UsageError(f"--iter {n}: iter_{n - 1} does not exist" + (" yet" if coming else "") +
-                         f"; iter_{last} is the newest finished: pick --iter from 1 to {last + 1}")
 
 
 def _load_stats(rd: RunDir, n: int, source: str, group_by: str | None) -> dict:
@@ -96,7 +83,10 @@ def _load_stats(rd: RunDir, n: int, source: str, group_by: str | None) -> dict:
         # (--iter 99 said to wait for iter_98, which never comes)
         next_one = n - 1 == last + 1 and n - 1 < cfg.max_iters  # max_iters counts iter_0
         fix = (f"run `selfimprove iterate --run-dir {rd.root}` until it has" if cfg.status == "running" and next_one
-               else f"iter_{last} is the newest finished: pick --iter from {lo} to {last + 1}" if cfg.status == "running"
+               else f"iter_{last} is the newest finished: pick --iter from {lo} to {last + 1}"
+               if cfg.status == "running" and last + 1 >= lo
+               else f"no iteration has generated rows yet: use --source real, or --iter {lo} once `selfimprove "
+                    f"iterate --run-dir {rd.root}` has finished iter_{lo - 1}" if cfg.status == "running"
                else f"the run's Phase 3 is over: pick --iter from {lo} to {last + 1}" if last + 1 >= lo
                else "the run's Phase 3 is over with no generated rows: use --source real")
         raise PhaseOrderError(f"{arm.eval_summary}: missing; iter_{n - 1} has not finished; {fix}")
