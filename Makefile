@@ -23,20 +23,44 @@ setup: $(VENV)/.installed
 
 # The extras `make setup` installs, at the versions in uv.lock (Linux x86_64, CPython 3.11, torch's
 # CPU wheel from /opt/wheels as on the project's machines). uv itself is pip-installed into the venv
-# first (it is in the dev extra, so the sync keeps it at the locked version). Where the CPU wheel is not
-# on disk, the lock cannot apply: setup says so in one line and installs the ranges in pyproject.toml.
+# first (it is in the dev extra, so the sync keeps it at the locked version). Where the lock cannot
+# apply (another Python, another OS or machine, no wheel on disk), setup says so in one line and
+# installs the ranges in pyproject.toml, with torch's CPU build (TORCH_PIP below), never the CUDA one.
 EXTRAS ?= local plots dev docs
-TORCH_WHEEL = $(wildcard /opt/wheels/torch-2.13.0+cpu-cp311-*.whl)
+# PYTHON= picks the interpreter; selfimprove supports CPython 3.11 to 3.13 and refuses others in one line.
+# PY_VER (e.g. 3.12) and UNAME_S / UNAME_M are read off the machine; tests/test_lock.py sets them to
+# check each branch with `make -n`.
+PY_VER ?= $(shell $(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+PY_TAG  = cp$(subst .,,$(PY_VER))
+PY_OK   = $(filter 3.11 3.12 3.13,$(PY_VER))
+UNAME_S ?= $(shell uname -s)
+UNAME_M ?= $(shell uname -m)
+# The lock's torch is this file (uv.lock records its path), so the lock applies only with it and 3.11.
+LOCK_WHEEL = $(if $(filter cp311,$(PY_TAG)),$(wildcard /opt/wheels/torch-2.13.0+cpu-cp311-cp311-*_$(UNAME_M).whl))
+# Without the lock, torch 2.13.0's CPU build for this interpreter: the wheel on disk when there is one;
+# on Linux from PyTorch's CPU index ONLY (it also serves torch's dependencies): PyPI's Linux x86_64 torch
+# is a CUDA build of several GB with 17 nvidia packages, and with PyPI as an extra index pip could pick
+# it; on macOS PyPI's (a CPU build already). torch is installed first and alone, so the extras' install
+# after it finds torch==2.13.0 satisfied (a +cpu local version matches ==2.13.0) and fetches no other.
+TORCH_INDEX ?= https://download.pytorch.org/whl/cpu
+LOCAL_WHEEL = $(firstword $(wildcard /opt/wheels/torch-2.13.0+cpu-$(PY_TAG)-$(PY_TAG)-*_$(UNAME_M).whl))
+TORCH_PIP = $(if $(LOCAL_WHEEL),$(LOCAL_WHEEL),$(if $(filter Darwin,$(UNAME_S)),torch==2.13.0,$(if $(filter Linux,$(UNAME_S)),torch==2.13.0 --index-url $(TORCH_INDEX))))
+TORCH_FROM = $(if $(LOCAL_WHEEL),$(LOCAL_WHEEL),$(if $(filter Darwin,$(UNAME_S)),PyPI (its macOS torch is a CPU build),$(TORCH_INDEX) (PyTorch's CPU wheels)))
+define CHECK_PYTHON
+	@if [ -z "$(PY_OK)" ]; then echo "make setup: PYTHON=$(PYTHON) is $(if $(PY_VER),Python $(PY_VER),not a Python that runs here); selfimprove needs CPython 3.11, 3.12 or 3.13: give one, e.g. make setup PYTHON=python3.11"; exit 1; fi
+	@if [ -z '$(TORCH_PIP)' ]; then echo "make setup: no CPU build of torch 2.13.0 is known for $(UNAME_S) $(UNAME_M); install torch 2.13.0 into $(VENV) by hand, then make setup again"; exit 1; fi
+endef
 
 $(VENV)/.installed: pyproject.toml uv.lock
+	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV)
-ifneq ($(TORCH_WHEEL),)
+ifneq ($(LOCK_WHEEL),)
 	$(BIN)/python -m pip install -q "uv>=0.9,<0.14"
 	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --locked $(addprefix --extra ,$(EXTRAS))
 else
-	@echo "make setup: no /opt/wheels/torch-2.13.0+cpu wheel here, so uv.lock (made for it) does not apply; installing the version ranges of pyproject.toml instead (figures may differ from the README's in the last digits)"
+	@echo "make setup: uv.lock is for CPython 3.11 on Linux x86_64 with /opt/wheels' torch, not this Python $(PY_VER) on $(UNAME_S) $(UNAME_M); installing the version ranges of pyproject.toml instead, torch's CPU build from $(TORCH_FROM) (figures may differ from the README's in the last digits)"
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q $(TORCH_PIP)
 	$(BIN)/python -m pip install -q -e ".[$(subst $(space),$(comma),$(EXTRAS))]"
 endif
 	touch $@
@@ -51,8 +75,9 @@ lock:
 LATEST ?= .venv-latest
 test-latest:
 	rm -rf $(LATEST)
+	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(LATEST)
-	$(LATEST)/bin/python -m pip install -q torch==2.13.0
+	$(LATEST)/bin/python -m pip install -q $(TORCH_PIP)
 	$(LATEST)/bin/python -m pip install -q --upgrade -e ".[$(subst $(space),$(comma),$(EXTRAS))]"
 	$(LATEST)/bin/python -m pip list 2>/dev/null | grep -iE "^(torch|transformers|tokenizers|verifiers|datasets) "
 	OMP_WAIT_POLICY=PASSIVE $(LATEST)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow"

@@ -147,7 +147,8 @@ def test_generate_drops_overlapping_rows_and_records_the_count_only(run: RunDir,
     assert result.kind == "ended", result.message
 
     rec = json.loads((it / "generate.json").read_text())
-    assert set(rec) == {"gen_sha256", "dataset_sha256", "rows_generated", "rows_dropped_eval_overlap", "rows", "seconds"}
+    assert set(rec) == {"gen_sha256", "dataset_sha256", "rows_generated", "rows_dropped_eval_overlap", "rows", "seconds",
+                        "reads"}  # reads: {file the generator read: sha256}, no row (checked with the text below)
     assert (rec["rows_generated"], rec["rows_dropped_eval_overlap"], rec["rows"]) == (605, 5, 600)
     kept = [ln for k, ln in enumerate(generated.splitlines(keepends=True)) if k not in POSITIONS]
     assert (it / "dataset.jsonl").read_bytes() == b"".join(kept)

@@ -84,14 +84,14 @@ def test_gate_failures_go_back_to_the_model_up_to_the_cap(run: RunDir) -> None:
     bad = recorded().replace("PER_BUCKET = 100", "PER_BUCKET = 5")
     with ReplayServer(bad) as server:
         proc = cli("run", "--run-dir", str(run.root), *llm_args(server.url))
-        assert proc.returncode == 1 and "could not produce data that passes the gates in 4 attempts" in proc.stderr
+        assert proc.returncode == 4 and "could not produce data that passes the gates in 4 attempts" in proc.stderr
         assert len(server.requests) == 4
         for k, request in enumerate(server.requests[1:], start=2):
             messages = json.loads(request["body"])["messages"]
             assert len(messages) == 4 and "rows" in messages[-1]["content"]  # each fix: opening, reply, gate report
             assert messages[:2] == json.loads(server.requests[0]["body"])["messages"]
         again = cli("run", "--run-dir", str(run.root), *llm_args(server.url))
-    assert again.returncode == 1 and len(server.requests) == 8
+    assert again.returncode == 4 and len(server.requests) == 8
     assert len(list((run.iter(1).dir / "llm_teacher").glob("*.json"))) == 8
 
 

@@ -350,9 +350,11 @@ class RunDir:
         raise RunDirError(f"unknown arm '{key}'; expected iter_N, run_a, run_b or run_c (optionally _seedK)")
 
     def iter_indices(self) -> list[int]:
+        """N of every iter_N directory the tool could have made: canonical numbers only (a hand-made
+        iter_0001 beside iter_1 is not the same iteration a second time, and is not the tool's)."""
         out = []
         for p in self.root.iterdir() if self.root.is_dir() else []:
-            m = re.match(r"^iter_(\d+)$", p.name)
+            m = re.match(r"^iter_(0|[1-9][0-9]*)$", p.name)
             if m and p.is_dir():
                 out.append(int(m.group(1)))
         return sorted(out)

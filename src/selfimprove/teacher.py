@@ -132,9 +132,11 @@ def _where(e: BaseException, path: Path | None) -> str:
     return f"{type(e).__name__}: {msg}" + (f" (line {line})" if line else "")
 
 
-def call_teacher(write: Callable[[TeacherContext], None], ctx: TeacherContext) -> None:
+def call_teacher(write: Callable[[TeacherContext], None], ctx: TeacherContext, rerun: str | None = None) -> None:
     """Call the teacher; an exception in it becomes a TeacherError naming the iteration, with the
-    full traceback in iter_N/teacher_error.log (the run resumes after the teacher is fixed)."""
+    full traceback in iter_N/teacher_error.log (the run resumes after the teacher is fixed).
+    `rerun` is the command that resumes (default `selfimprove run --run-dir R`)."""
+    rerun = rerun or f"selfimprove run --run-dir {ctx.run_dir}"
     try:
         write(ctx)
     except (TeacherError, TeacherUnreachable):
@@ -145,7 +147,7 @@ def call_teacher(write: Callable[[TeacherContext], None], ctx: TeacherContext) -
             log.write_text(traceback.format_exc(), encoding="utf-8")
         raise TeacherError(
             f"{ctx.iter_dir}: the teacher's write() raised {type(e).__name__}: {(str(e).splitlines() or [''])[0]} "
-            f"(traceback in {log}); fix the teacher and re-run `selfimprove run --run-dir {ctx.run_dir}`"
+            f"(traceback in {log}); fix the teacher and re-run `{rerun}`"
         ) from None
 
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import json
 import os
+import stat
+import sys
 import tempfile
 import time
 import traceback
@@ -49,15 +52,38 @@ def _error_line(label: str, text: str) -> None:
     console.print(f"{label} {escape(terminal_safe(text))}", markup=True, highlight=False, soft_wrap=True)
 
 
+def _run_is_closed(run_dir: Path) -> bool:
+    """True for a finalized or aborted run (run.json has end_ts): nothing is appended to it, errors.log
+    included. A run.json that cannot be read counts as open (the log is what explains it)."""
+    try:
+        data = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(data, dict) and data.get("end_ts") is not None
+
+
+def _append_no_follow(path: Path, text: str) -> None:
+    """Append to a regular file, never through a symlink (O_NOFOLLOW: a run dir from elsewhere may plant
+    errors.log -> ~/.bashrc) and never into a FIFO or device (a non-regular file is refused)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.write(fd, text.encode("utf-8", "replace"))
+    finally:
+        os.close(fd)
+
+
 def _crash_log(run_dir: Any, command: str) -> Path | None:
-    """Append the current traceback to <run dir>/errors.log (or a temp file); return where it went."""
+    """Append the current traceback to <run dir>/errors.log (or a temp file); return where it went.
+    A closed run gets nothing (its files are final); the temp file is used instead."""
     text = f"--- {time.strftime('%Y-%m-%d %H:%M:%S UTC', time.gmtime())} selfimprove {command}\n{traceback.format_exc()}\n"
-    candidates = [Path(run_dir) / "errors.log"] if run_dir and Path(run_dir).is_dir() else []
+    root = Path(run_dir) if run_dir else None
+    candidates = [root / "errors.log"] if root and root.is_dir() and not _run_is_closed(root) else []
     candidates.append(Path(tempfile.gettempdir()) / f"selfimprove-error-{os.getpid()}.log")
     for path in candidates:
         try:
-            with open(path, "a", encoding="utf-8") as f:
-                f.write(text)
+            _append_no_follow(path, text)
             return path
         except OSError:
             continue
@@ -82,6 +108,12 @@ def cli_errors(fn: Callable[..., Any]) -> Callable[..., Any]:
             label = "[yellow]stop:[/yellow]" if isinstance(e, TeacherActionNeeded) else "[red]error:[/red]"
             _error_line(label, str(e))
             raise typer.Exit(e.exit_code) from None
+        except BrokenPipeError:
+            # The reader of stdout went away (`selfimprove weaknesses | head -1`): not a bug, nothing to log.
+            # stdout is pointed at /dev/null so the interpreter's exit flush cannot fail again; exit as SIGPIPE would.
+            with contextlib.suppress(OSError):
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(141) from None
         except KeyboardInterrupt:
             from ..engines.job_record import rerun_same, set_rerun
 
@@ -107,8 +139,9 @@ def _report_bug(e: Exception, run_dir: Any, module: str) -> None:
     log = _crash_log(run_dir, command)
     first = (str(e).splitlines() or [""])[0]
     where = f"full traceback in {log}" if log else "no log could be written"
-    _error_line("[red]error:[/red]", f"unexpected {type(e).__name__}: {first} ({where}); "
-                "re-run the same command to resume, and report this if it repeats")
+    # No "re-run to resume" here: a bug met once is usually met again by the same command.
+    _error_line("[red]error:[/red]", f"unexpected {type(e).__name__}: {first} ({where}); a bug in selfimprove: "
+                "please report it with that file (what the command finished before it stays written)")
     raise typer.Exit(1) from None
 
 

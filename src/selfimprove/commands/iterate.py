@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shlex
+
 from typing import Annotated, Optional
 
 import typer
@@ -14,7 +16,8 @@ from ..rundir import RunDir
 from ..ui import out, phase_line
 from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
 from .teacher_options import (TeacherBaseUrlOpt, TeacherKeyEnvOpt, TeacherMaxReplyTokensOpt, TeacherMaxTokensOpt,
-                              TeacherInputCharsOpt, TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, refuse_llm_flags)
+                              TeacherInputCharsOpt, TeacherRetriesOpt, TeacherTimeoutOpt, llm_values, make_teacher, refuse_llm_flags,
+                              teacher_flags)
 
 
 @cli_errors
@@ -72,8 +75,10 @@ def command(
                          cap_hours=cap_hours, on_step=on_step)
     else:
         write = make_teacher(teacher, cli_ctx, llm_values(cli_ctx))
+        # its stop lines name this command: the same `iterate --teacher` resumes (`run` is not what was used)
+        rerun = f"selfimprove iterate --run-dir {shlex.quote(str(rd.root))} {teacher_flags(cli_ctx, teacher)}"
         result = iterate_with_teacher(rd, write, quiet=json_, once=True, restart=restart, resume=resume,
-                                      gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step)
+                                      gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step, rerun=rerun)
     if json_:
         print_json({"stop": result.kind, "iteration": result.iteration, "message": result.message, **result.details})
     else:

@@ -25,6 +25,11 @@ def command(
     """
     if not compact_failed:
         raise UsageError("nothing to note; pass --compact-failed \"message\"")
+    try:  # bytes that are not UTF-8 reach Python as surrogates, which run.json (UTF-8) cannot hold
+        compact_failed.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise UsageError(f"--compact-failed: not UTF-8 text (character {e.start + 1} of the message); "
+                         "pass the message as UTF-8") from None
     rd = RunDir(run_dir).require()
     _refuse_closed(rd, rd.read_run())  # before the lock: a refusal leaves the run dir untouched
     with rd.lock("note"):

@@ -119,7 +119,8 @@ def command(
     if teacher is not None:
         record = teacher_record(teacher, llm)
     elif run_dir is not None:
-        teacher, llm = recorded_teacher(ctx, RunDir(run_dir).require().read_run().teacher, llm)
+        rd = RunDir(run_dir).require()
+        teacher, llm = recorded_teacher(ctx, rd.read_run().teacher, llm, source=str(rd.run_json))
     if teacher is None:
         env_id = RunDir(run_dir).require().read_run().hub_id if run_dir else (opts.hub_id or opts.dataset)
         teacher = default_teacher(env_id)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Annotated, Any, Callable, Optional
 
 import typer
 
-from ..errors import UsageError
+from ..errors import RunDirError, UsageError
 from ..llm_teacher import SPEC_PREFIX, ApiSettings, LlmTeacher
 from ..llm_teacher.api import DEFAULT_INPUT_CHARS, OPENAI_URL
 from ..teacher import TeacherContext, load_teacher
@@ -80,14 +81,56 @@ def teacher_record(spec: str, llm_values: dict[str, Any]) -> dict[str, Any]:
 
 
 def recorded_teacher(ctx: typer.Context, recorded: dict[str, Any] | None,
-                     llm_values: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
+                     llm_values: dict[str, Any], source: str = "run.json") -> tuple[str | None, dict[str, Any]]:
     """`run --run-dir R` without --teacher: run.json's teacher, its recorded LLM flags under the ones
     typed on this command line. (None, llm_values) when the run recorded none."""
     if not recorded or not isinstance(recorded.get("spec"), str):
         return None, llm_values
     saved = recorded.get("settings") or {}
+    if not isinstance(saved, dict):
+        raise RunDirError(f"{source}: teacher.settings = {repr(saved)[:60]}: must be an object of --teacher-* flags; "
+                          f"re-run with --teacher {recorded['spec']} (its settings are recorded again), or fix that file")
+    for name, value in saved.items():
+        if not _given(ctx, name) and (why := _bad_recorded(name, value)):
+            flag = f"--{name.replace('_', '-')}"
+            raise RunDirError(f"{source}: teacher.settings.{name} = {repr(value)[:60]}: {why}; re-run with "
+                              f"--teacher {recorded['spec']} {flag} VALUE (recorded in its place), or fix that file")
     return recorded["spec"], {name: (saved[name] if name in saved and not _given(ctx, name) else value)
                               for name, value in llm_values.items()}
+
+
+# What each recorded LLM flag may hold: the flag's own type and range (a hand-edited or forged run.json
+# held -5 input characters, or a timeout of "abc" that failed inside the SDK as if the teacher were wrong).
+_RECORDED = {"teacher_base_url": (str, None, None), "teacher_api_key_env": (str, None, None),
+             "teacher_max_tokens": (int, 1, None), "teacher_max_reply_tokens": (int, 1, None),
+             "teacher_timeout": (float, 1, None), "teacher_retries": (int, 0, 20),
+             "teacher_input_chars": (int, 50_000, None)}
+
+
+def _bad_recorded(name: str, value: Any) -> str | None:
+    """Why a recorded setting cannot be used, or None."""
+    if name not in _RECORDED:
+        return None  # a key this version does not read (never used)
+    kind, low, high = _RECORDED[name]
+    if value is None and name in ("teacher_max_tokens", "teacher_max_reply_tokens"):
+        return None  # no cap
+    ok_type = isinstance(value, str) if kind is str else (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and (kind is float or isinstance(value, int)))
+    if not ok_type:
+        return f"must be {'a string' if kind is str else 'an integer' if kind is int else 'a number'}"
+    if (low is not None and not value >= low) or (high is not None and value > high):
+        return f"must be {'>= ' + str(low) if high is None else f'{low}..{high}'}"
+    return None
+
+
+def teacher_flags(ctx: typer.Context, spec: str) -> str:
+    """`--teacher SPEC` and the LLM flags typed on this command line, shell-quoted: the part of a
+    command to re-run that makes it call the same teacher the same way."""
+    parts = ["--teacher", spec]
+    for name in LLM_FLAGS:
+        if _given(ctx, name):
+            parts += [f"--{name.replace('_', '-')}", str(ctx.params[name])]
+    return shlex.join(parts)
 
 
 def refuse_llm_flags(ctx: typer.Context, why: str) -> None:

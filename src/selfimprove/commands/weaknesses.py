@@ -43,7 +43,7 @@ def load_group_fn(spec: str) -> Callable[[str], str]:
     def group_of(question: str) -> str:
         try:
             return str(fn(question))
-        except Exception as e:  # noqa: BLE001  (user code)
+        except (Exception, SystemExit) as e:  # noqa: BLE001  (user code; its sys.exit(3) ended the CLI silently with exit 3)
             raise TeacherError(f"--group-by '{spec}': {attr}() raised {type(e).__name__}: {e} on the prompt "
                                f"{question[:80]!r}; fix the function") from None
 
@@ -78,7 +78,15 @@ def _load_stats(rd: RunDir, n: int, source: str, group_by: str | None) -> dict:
     if summary is None:
         last = max(i for i in rd.iter_indices() if rd.iter(i).eval_summary.is_file())  # iter_0 is done here
         lo = 2 if source == "previous" else 1
-        fix = (f"run `selfimprove iterate --run-dir {rd.root}` until it has" if rd.read_run().status == "running"
+        cfg = rd.read_run()
+        # "iterate until it has" only where iter_{n-1} is the next one iterate trains and Phase 3 may still reach it
+        # (--iter 99 said to wait for iter_98, which never comes)
+        next_one = n - 1 == last + 1 and n - 1 < cfg.max_iters  # max_iters counts iter_0
+        fix = (f"run `selfimprove iterate --run-dir {rd.root}` until it has" if cfg.status == "running" and next_one
+               else f"iter_{last} is the newest finished: pick --iter from {lo} to {last + 1}"
+               if cfg.status == "running" and last + 1 >= lo
+               else f"no iteration has generated rows yet: use --source real, or --iter {lo} once `selfimprove "
+                    f"iterate --run-dir {rd.root}` has finished iter_{lo - 1}" if cfg.status == "running"
                else f"the run's Phase 3 is over: pick --iter from {lo} to {last + 1}" if last + 1 >= lo
                else "the run's Phase 3 is over with no generated rows: use --source real")
         raise PhaseOrderError(f"{arm.eval_summary}: missing; iter_{n - 1} has not finished; {fix}")

@@ -15,6 +15,7 @@ from ..errors import SelfImproveError
 from ..faults import fault_point
 from ..rundir import atomic_write_json, read_json_object
 from . import procs
+from .gen_reads import BOOTSTRAP, READS_ENV, READS_FILE
 
 GEN_LOG_CAP_BYTES = 1_000_000  # gen.log keeps the first 1 MB of the generator's output, then drops the rest
 
@@ -75,10 +76,13 @@ def run_generator(iter_dir: Path, log: Path, timeout: float, python: str) -> int
     if left is not None and procs.recorded_identity(left) == "ours":
         raise SelfImproveError(f"{pid_file}: the generator an earlier `iterate` started (process group {left.pgid}) "
                                f"still runs and could not be killed; stop it (kill -9 -{left.pgid}) and re-run iterate")
+    (iter_dir / READS_FILE).unlink(missing_ok=True)  # an older run's list must not pass for this one's
     token = procs.new_token()
-    proc = procs.spawn_reaped([python, "gen_dataset.py"], cwd=iter_dir, stdout=subprocess.PIPE,
+    # BOOTSTRAP runs gen_dataset.py as `python gen_dataset.py` would, and lists the files it read (gen_reads.py)
+    proc = procs.spawn_reaped([python, "-c", BOOTSTRAP], cwd=iter_dir, stdout=subprocess.PIPE,
                               stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                              env={**procs.token_env(token), "PYTHONUNBUFFERED": "1"})
+                              env={**procs.token_env(token), "PYTHONUNBUFFERED": "1",
+                                   READS_ENV: str(iter_dir.resolve() / READS_FILE)})
     atomic_write_json(pid_file, procs.record(proc.pid, token))
     fault_point("generator-running")
     copier = threading.Thread(target=_copy_capped, args=(proc.stdout, log, GEN_LOG_CAP_BYTES), daemon=True)

@@ -40,7 +40,7 @@ class LlmTeacher:
                 transcripts.mark(exchange["digest"], "written")
                 return
             transcripts.mark(exchange["digest"], "unusable")
-            messages = [*messages[:2], {"role": "assistant", "content": exchange["reply"]},
+            messages = [*messages[:2], {"role": "assistant", "content": _clipped(exchange["reply"])},
                         {"role": "user", "content": "Your reply cannot be used: " + "; ".join(problems)
                          + ". Reply again with every file and section, in the format asked."}]
         raise TeacherError(f"{ctx.iter_dir}: the LLM teacher's replies lacked what the tool needs "
@@ -81,6 +81,19 @@ class LlmTeacher:
         system = f"{REPLY_FORMAT}\n\n{teacher_instructions()}"
         return [{"role": "system", "content": system},
                 {"role": "user", "content": inputs_message(ctx, max(0, self.settings.input_chars - len(system)))}]
+
+
+# An unusable reply goes back (so the model sees what it sent) at most this long: its head and tail
+# around a count of what was cut. Whole, a 10 MB reply was re-sent on each of the re-asks and paid
+# for each time; the model is asked for every file again anyway, so the middle is not needed.
+REASK_REPLY_CHARS = 20_000
+
+
+def _clipped(reply: str) -> str:
+    if len(reply) <= REASK_REPLY_CHARS:
+        return reply
+    half = REASK_REPLY_CHARS // 2
+    return f"{reply[:half]}\n[... {len(reply) - 2 * half} characters of this reply cut ...]\n{reply[-half:]}"
 
 
 def _record_tokens(ctx: TeacherContext, transcripts: Transcripts) -> None:

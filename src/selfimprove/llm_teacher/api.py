@@ -155,6 +155,12 @@ def _send(settings: ApiSettings, body: dict[str, Any], key: str) -> tuple[str, s
                            "name, --teacher-base-url and the key's variable (--teacher-api-key-env)") from None
     except openai.OpenAIError as e:  # e.g. a reply that is not a chat completion
         raise TeacherError(f"{where}: {type(e).__name__}: {scrub(str(e), key)}") from None
+    except ValueError as e:
+        # a body that is not JSON under a JSON content type (a proxy's HTML error page): the SDK lets the
+        # decoder's error out, which read as "the teacher's write() raised JSONDecodeError; fix the teacher"
+        raise TeacherError(f"{where}: the reply is not JSON ({type(e).__name__}: {scrub(str(e), key)[:200]}); is "
+                           f"{settings.base_url} a chat-completions API (OpenAI-compatible, ending in /v1), and not a "
+                           "proxy's error page? Check --teacher-base-url, then re-run") from None
     choices = getattr(response, "choices", None) or []
     content = choices[0].message.content if choices and choices[0].message else None
     if not isinstance(content, str):

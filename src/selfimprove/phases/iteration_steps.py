@@ -16,6 +16,7 @@ from string import Template
 from typing import Callable
 
 from ..errors import GateFailed, SelfImproveError, TeacherActionNeeded
+from ..engines.gen_reads import hash_reads, reads_unchanged
 from ..engines.generator import run_generator
 from ..faults import fault_point
 from ..gates.common import GateFailure, GateReport, merge_reports
@@ -169,11 +170,14 @@ def _sha256_of_file(path: Path) -> str | None:
 
 
 def generated_is_current(it: ArmDir) -> bool:
+    """dataset.jsonl was made by this gen_dataset.py from the files it read as they are now (a fixed teacher
+    module regenerates). A record written before `reads` existed is judged by the generator's text alone."""
     rec = _read_json(it.dir / "generate.json")
     ds = it.dir / "dataset.jsonl"
     return bool(
         rec and ds.is_file() and rec.get("gen_sha256") == _sha256_of_file(it.dir / "gen_dataset.py")
         and rec.get("dataset_sha256") == file_sha256(ds)
+        and ("reads" not in rec or reads_unchanged(rec["reads"], it.dir))
     )
 
 
@@ -199,6 +203,7 @@ def generate(ctx: RunContext, it: ArmDir, *, timeout: float, python: str | None 
     had_report = report.is_file()  # in a phase, the report gate read it just before; a direct call may have none
     started = time.perf_counter()
     returncode = run_generator(it.dir, log, timeout, python or sys.executable)
+    reads = hash_reads(it.dir)  # None (regenerate next time) when the generator's exit left no list
     if returncode is None:
         _clear_dataset_slot(ds)  # whatever the killed generator half-wrote
         raise TeacherActionNeeded(f"{it.dir}/gen_dataset.py: still running after {timeout:.0f} s (killed with its "
@@ -218,7 +223,7 @@ def generate(ctx: RunContext, it: ArmDir, *, timeout: float, python: str | None 
     # Before generate.json: a kill after the rewrite re-runs the generator, which rewrites dataset.jsonl.
     dropped = drop_eval_overlap(ds, eval_index(ctx))
     fault_point("generate")
-    rec = {"gen_sha256": file_sha256(it.dir / "gen_dataset.py"), "dataset_sha256": file_sha256(ds),
+    rec = {"gen_sha256": file_sha256(it.dir / "gen_dataset.py"), "dataset_sha256": file_sha256(ds), "reads": reads,
            "rows_generated": generated, "rows_dropped_eval_overlap": dropped, "rows": count_rows(ds),
            "seconds": round(time.perf_counter() - started, 2)}
     atomic_write_json(it.dir / "generate.json", rec)

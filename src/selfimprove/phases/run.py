@@ -67,13 +67,20 @@ def record_teacher(rd: RunDir, teacher_record: dict[str, Any] | None) -> None:
 
 def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], *, quiet: bool = False,
                          once: bool = False, timings: dict[str, float] | None = None,
-                         teacher_record: dict[str, Any] | None = None, **iterate_options: Any) -> IterateResult:
+                         teacher_record: dict[str, Any] | None = None, rerun: str | None = None,
+                         **iterate_options: Any) -> IterateResult:
     """Phase 3 with the teacher answering its stops: call `iterate` until Phase 3 ends (with `once`,
     until one iteration is done), and at each teacher stop or failed gate call the teacher, with
     the failure list as feedback, at most MAX_TEACHER_ATTEMPTS times per iteration.
     `iterate_options` go to iterate; --restart / --resume only to its first call (the stuck job's).
     `teacher_record` is written to run.json when the teacher is about to act (a resumed run that
-    fails before that, e.g. on a damaged analysis.json, leaves run.json as it was)."""
+    fails before that, e.g. on a damaged analysis.json, leaves run.json as it was).
+    `rerun`: the command that resumes this loop, named in the stop lines (default `run --run-dir R`;
+    `iterate --teacher` passes its own, so a user is never told to re-run a command they did not use).
+
+    After the last attempt the stop is raised again with its own exit code (4 for a gate, 3 for a
+    teacher stop) and its whole message (every failing rule), plus what the user can do next."""
+    rerun = rerun or f"selfimprove run --run-dir {rd.root}"
     timings = {} if timings is None else timings
     attempts: dict[int, int] = {}
     options = dict(iterate_options)
@@ -84,9 +91,12 @@ def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], 
             n = current_iteration(rd)
             attempts[n] = attempts.get(n, 0) + 1
             if attempts[n] > MAX_TEACHER_ATTEMPTS:
-                raise SelfImproveError(
+                raise type(stop)(
                     f"iter_{n}: the teacher could not produce data that passes the gates in "
-                    f"{MAX_TEACHER_ATTEMPTS} attempts; last failure: {str(stop).splitlines()[0]}"
+                    f"{MAX_TEACHER_ATTEMPTS} attempts; the last one said: {stop}\n"
+                    f"Next: re-run `{rerun}` to give the teacher {MAX_TEACHER_ATTEMPTS} more attempts, or fix "
+                    f"what it names in {rd.iter(n).dir} yourself (the generator, never the rows) and run "
+                    f"`selfimprove iterate --run-dir {rd.root}`"
                 ) from None
             # A fresh skeleton is a first write; anything else is a fix request.
             fresh = isinstance(stop, TeacherActionNeeded) and str(stop).startswith("teacher: fill")
@@ -97,7 +107,7 @@ def iterate_with_teacher(rd: RunDir, teacher: Callable[[TeacherContext], None], 
             context = make_context(rd, n, feedback)
             record_teacher(rd, teacher_record)
             started = time.perf_counter()
-            call_teacher(teacher, context)
+            call_teacher(teacher, context, rerun=rerun)
             timings["teacher"] = timings.get("teacher", 0.0) + time.perf_counter() - started
             continue
         finally:

@@ -14,6 +14,7 @@ exist yet becomes a line in `missing` saying what is missing and which command m
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from ..engines.rollouts import train_rewards, train_steps
@@ -109,27 +110,45 @@ def timeline(rd: RunDir, cfg: RunConfig, metrics: Metrics) -> list[dict[str, Any
 
 
 def _missing(rd: RunDir, cfg: RunConfig, metrics: Metrics, table: dict | None) -> list[str]:
-    """What this run has not produced yet, each with the command that produces it."""
+    """What this run has not produced yet, each with the command that produces it. A closed run (finalized
+    or aborted: run.json end_ts) refuses those commands (exit 5), so there each item is stated without one,
+    and one line says why and what is possible instead (the page advised `introspect` on an aborted run)."""
     root = rd.root
+    closed = cfg.end_ts is not None
+
+    def run_it(command: str) -> str:
+        return "" if closed else f" (`selfimprove {command} --run-dir {root}`)"
+
     out = []
     if not rd.hub_env_json.is_file():
-        out.append(f"introspect has not run: no hub_env.json (`selfimprove introspect --run-dir {root}`)")
+        out.append(f"introspect has not run: no hub_env.json{run_it('introspect')}")
     if metrics.get("iter_0") is None:
-        out.append(f"no baseline: iter_0 is not recorded in metrics.json (`selfimprove baseline --run-dir {root}`)")
+        out.append(f"no baseline: iter_0 is not recorded in metrics.json{run_it('baseline')}")
     iters = [r.iter for r in metrics.iters if r.iter and r.replicate_of is None]
     if metrics.get("iter_0") is not None and not iters:
-        out.append(f"no iteration has finished (`selfimprove iterate --run-dir {root}`)")
+        out.append(f"no iteration has finished{run_it('iterate')}")
     arms = {r.arm for r in metrics.iters}
     absent = [a for a in ("run_a", "run_b", "run_c") if a not in arms]
     if iters and absent:
-        out.append(f"Phase 4 has not trained {', '.join(absent)}, so there is no verdict on the targeted data yet "
-                   f"(`selfimprove compare --run-dir {root}`)")
-    if cfg.status != "finalized":
+        out.append(f"Phase 4 has not trained {', '.join(absent)}, so there is no verdict on the targeted data yet"
+                   f"{run_it('compare')}")
+    if not closed:
         out.append(f"the run is not finalized (status {cfg.status}): the table below is provisional "
                    f"(`selfimprove finalize --run-dir {root}`)")
     if table and table.get("rows") and not table.get("verdict") and not absent:
         out.append("no verdict: Run A is missing from metrics.json")
+    if closed and out:
+        out.append(closed_line(cfg, root))
     return out
+
+
+def closed_line(cfg: RunConfig, root: Path) -> str:
+    """Why a closed run will not produce what it lacks, and what can be done instead."""
+    if cfg.status == "aborted":
+        return (f"the run was aborted ({cfg.reason or 'no reason recorded'}): it will not produce these, and its "
+                "phase commands refuse it; start a new run with `selfimprove bootstrap` once the cause is fixed")
+    return (f"the run is finalized: its phase commands refuse it; only `selfimprove compare --run-dir {root} "
+            "--seeds N` reopens it on purpose, for more Phase 4 seeds")
 
 
 def collect(rd: RunDir, table: dict[str, Any] | None) -> dict[str, Any]:
