@@ -78,6 +78,7 @@ class BootstrapOptions:
     stack: str | None = None  # --stack seed|v1; None = detected (stack/detect.py)
     env_python: str | None = None  # --env-python; None = the engine's (stack/env_python.py)
     extra_versions: dict[str, str] = field(default_factory=dict)
+    group_by: str | None = None  # --group-by: the weakness statistics' grouping (grouping.py), recorded in run.json
 
 
 _BUDGET_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -426,6 +427,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         steps_per_run=opts.steps_per_run,
         rollouts_per_example=opts.rollouts_per_example,
         eval_examples=opts.eval_examples,
+        group_by=opts.group_by,
         allow_small_batch=opts.allow_small_batch,
         stack=stack.stack,
         stack_source=stack.source,
