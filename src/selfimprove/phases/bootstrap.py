@@ -50,6 +50,7 @@ from .overrides import range_error
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
+BUILD_MODEL_PREFIX = "build:"  # build:ENV, the generic recipe's student of ENV (rl/student_build.py), built on first use
 
 
 @dataclass
@@ -128,7 +129,7 @@ def parse_env_args(value: str | dict | None) -> dict[str, Any]:
 
 def resolve_engine(engine: str, model: str) -> EngineName:
     if engine == "auto":
-        is_local = model.startswith(BUILTIN_MODEL_PREFIX) or Path(model).expanduser().is_dir()
+        is_local = model.startswith((BUILTIN_MODEL_PREFIX, BUILD_MODEL_PREFIX)) or Path(model).expanduser().is_dir()
         return "local" if is_local else "prime-rl"
     if engine not in ("prime-rl", "local"):
         raise UsageError(f"--engine '{engine}': expected prime-rl, local or auto")
@@ -294,8 +295,8 @@ def check_model(model: str, engine: str) -> str:
     from ..rl.student_check import check_model_dir
 
     builtin = builtin_students.ids()
-    if model.startswith(BUILTIN_MODEL_PREFIX):
-        if model not in builtin:
+    if model.startswith((BUILTIN_MODEL_PREFIX, BUILD_MODEL_PREFIX)):
+        if builtin_students.find(model) is None:
             raise UsageError(f"--model {model}: no such built-in student; built-in: {', '.join(builtin)}")
         if engine != "local":
             raise UsageError(f"--model {model}: the built-in students train on the local CPU engine only; drop "

@@ -94,8 +94,20 @@ def ids() -> list[str]:
     return sorted(registered())
 
 
+BUILD_PREFIX = "build:"  # `build:ENV`: the generic recipe's student of ENV (rl/student_build.py), built on first use
+
+
 def find(model_id: str) -> BuiltinStudent | None:
+    if model_id.startswith(BUILD_PREFIX):
+        from .student_build import entry  # light: imports neither torch nor verifiers
+
+        return entry(model_id)
     return registered().get(model_id)
+
+
+def is_builtin_form(model_id: str) -> bool:
+    """An id the local engine resolves itself: a registered `selfimprove/NAME` or a `build:ENV`."""
+    return model_id.startswith(("selfimprove/", BUILD_PREFIX))
 
 
 def get(model_id: str, label: str = "model.name") -> BuiltinStudent:
