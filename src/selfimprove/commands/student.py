@@ -72,7 +72,8 @@ def env_build(env_id: str, out_dir: Path | None, env_args: str | None, seed: int
               f"step {record['stopped_at_step']} by {'the rule' if record['stop_reason'] == 'rule' else 'the step cap'} "
               f"({record['stopping_rule']}); held-out mean reward {last['mean_reward']:.2f} on "
               f"{record['holdout_rows']} TRAIN rows, memorisation share {record['memorisation_share']:.2f}; built in "
-              f"{record['build_wall_s']:.0f} s on {record['threads']} thread(s)", markup=False)
+              f"{record['build_wall_s']:.0f} s on {record['threads']} thread(s)"
+              + (f"; use it with --model {record['model_id']}" if record.get("model_id") else ""), markup=False)
     t = Table(title=f"held-out pass@1 by group ({record['grouping']['name']}) at the stop")
     for col in ("group", "n", "pass@1", "guess prior", "above prior", "learning", "solved"):
         t.add_column(col, justify="left" if col == "group" else "right")

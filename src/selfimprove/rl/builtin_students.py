@@ -105,10 +105,6 @@ def find(model_id: str) -> BuiltinStudent | None:
     return registered().get(model_id)
 
 
-def is_builtin_form(model_id: str) -> bool:
-    """An id the local engine resolves itself: a registered `selfimprove/NAME` or a `build:ENV`."""
-    return model_id.startswith(("selfimprove/", BUILD_PREFIX))
-
 
 def get(model_id: str, label: str = "model.name") -> BuiltinStudent:
     """The registered student `model_id`, else one line listing the registered ids."""

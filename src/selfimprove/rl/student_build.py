@@ -1,7 +1,8 @@
 """The generic built-in student: one recipe for any single-turn env whose rows carry a reference answer.
 
     selfimprove student build si-reasoning-gym          # into the cache, with a progress line
-    selfimprove bootstrap si-reasoning-gym --model build:si-reasoning-gym
+    selfimprove bootstrap si-reasoning-gym --model build:si-reasoning-gym      # default env args, built on first use
+    selfimprove bootstrap si-reasoning-gym --model build:si-reasoning-gym@1a2b3c4d  # a build `student build` made
     python -m selfimprove.rl.student_build ENV --out DIR --json   # what the command runs (the env's Python)
 
 Why: tiny-arith's weaknesses were planted (selfimprove_arith/student/warmup.py: HABITS,
@@ -24,7 +25,7 @@ PRACTICE_KINDS). This student is made from the env alone, with nothing chosen pe
    group is not solved (pass@1 < solved_from); else at max_steps. The memorisation share
    (held-out questions also present among the trained rows) is reported beside it.
 5. Cached by the recipe's hash (no library version in it, as tiny-arith's recipe()), at
-   ${SELFIMPROVE_CACHE}/students/build:<env>-<hash>/ (student_cache.py), once and atomically.
+   ${SELFIMPROVE_CACHE}/students/build--<env>-<hash>/ (student_cache.py), once and atomically.
 
 Refused, with the reason on one line (BuildRefused): a multi-turn env, rows without a reference
 answer, answers longer than max_answer_chars, rows the character tokenizer cannot write, rows
@@ -208,7 +209,7 @@ def env_id_of(model_id: str) -> str:
 
 
 def build_dir(recipe: Recipe) -> Path:
-    return cache_dir(PREFIX + recipe.env_id, recipe.hash())
+    return cache_dir(f"build/{recipe.env_id}", recipe.hash())  # build--ENV-HASH: no ':' in a path
 
 
 def build_and_save(env: Any, recipe: Recipe, out: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
@@ -246,10 +247,24 @@ def resolve_cached(recipe: Recipe, log: Callable[[str], None] = print) -> Path:
 
 
 def entry(model_id: str) -> BuiltinStudent | None:
-    """The registry's entry for `build:ENV` (the env's default args and the recipe's defaults), else None."""
+    """The registry's entry for `build:ENV` (the env's default args, the recipe's defaults; built on first
+    use) or `build:ENV@HASH` (a build already in the cache, e.g. one `student build ENV --env-args ...`
+    made: the command prints this id), else None."""
     if not model_id.startswith(PREFIX) or not env_id_of(model_id).strip():
         return None
-    recipe = Recipe(env_id_of(model_id))
+    env_id, _, tag = env_id_of(model_id).partition("@")
+    if tag:
+        final = cache_dir(f"build/{env_id}", tag)
+
+        def resolve(log: Callable[[str], None]) -> Path:
+            if not (final / "READY").is_file():
+                raise ConfigError(f"model.name {model_id}: no finished build in {final}; make it with `selfimprove "
+                                  f"student build {env_id}` and the same settings (it prints the id to use)")
+            return final
+
+        return BuiltinStudent(id=model_id, resolve=resolve,
+                              on_disk=lambda: final if (final / "config.json").is_file() else None)
+    recipe = Recipe(env_id)
     return BuiltinStudent(id=model_id, resolve=lambda log: resolve_cached(recipe, log),
                           on_disk=lambda: build_dir(recipe) if (build_dir(recipe) / "config.json").is_file() else None)
 
@@ -287,7 +302,9 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    print(json.dumps({"out": str(where), **record}) if a.json else f"wrote {where}")
+    model_id = f"{PREFIX}{recipe.env_id}@{recipe.hash()}"  # names this build in the cache (no --out)
+    print(json.dumps({"out": str(where), "model_id": None if a.out else model_id, **record}) if a.json
+          else f"wrote {where}" + ("" if a.out else f"; use it with --model {model_id}"))
     return 0
 
 
