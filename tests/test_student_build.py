@@ -1,4 +1,4 @@
-"""The generic student recipe (rl/student_build.py) on a small env of three tasks (tests/envs/si_build_toy).
+"""The generic student recipe (rl/student_build.py, student_build_run.py) on a small env of three tasks (tests/envs/si_build_toy).
 
 One small build (its own cap, batch and held-out slice) is shared by the module: it must give
 GRPO signal at iter_0 (sampled rewards that disagree within a prompt's group). The rest are cheap:
@@ -22,7 +22,9 @@ sys.path.insert(0, str(TOY))
 torch = pytest.importorskip("torch")
 
 from selfimprove.rl.rollouts import load_env, run_rollouts  # noqa: E402
-from selfimprove.rl.student_build import BuildRefused, Recipe, build_and_save, check_single_turn, prepare  # noqa: E402
+from selfimprove.errors import BuildRefused  # noqa: E402
+from selfimprove.rl.student_build import Recipe  # noqa: E402
+from selfimprove.rl.student_build_run import build_and_save, check_single_turn, prepare  # noqa: E402
 from selfimprove.rl.student import load_student  # noqa: E402
 
 # Small on purpose: a few hundred steps of batch 16 on one thread (the recipe's defaults are 3000 x 32).

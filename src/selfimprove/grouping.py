@@ -8,7 +8,7 @@ Rules (`--group-by NAME`, or `path/to/file.py:FUNC` for a function of the prompt
 
 - `task`: a task or category field the env writes into the row's info (TASK_KEYS, at the top
   level or under `metadata`); reasoning-gym rows carry one.
-- `template`: the prompt with digits and quoted spans masked (weakness.default_group); the
+- `template`: the prompt with digits and quoted spans masked (default_group); the
   embedded env's kinds (`###+#`), and what was the only rule before.
 - `answer`: the reference answer's type and length (`int/2 digits`, `word/5 chars`, `text/10-19 chars`).
 - `auto` (the default): the first of task, template, answer whose groups are not degenerate.
@@ -36,7 +36,18 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .errors import TeacherError, UsageError
-from .weakness import default_group
+
+_QUOTED = re.compile(r'"[^"\n]{0,200}"|“[^”\n]{0,200}”|(?<![\w\'])\'[^\'\n]{1,200}\'(?![\w\'])')
+_NUMBER = re.compile(r"\d+(?:\.\d+)?")
+_SPACE = re.compile(r"\s+")
+
+
+def default_group(question: str) -> str:
+    """The prompt's template: numbers as one `#` per digit, quoted literals as `"…"`, spaces collapsed."""
+    text = _QUOTED.sub('"…"', question)
+    text = _NUMBER.sub(lambda m: re.sub(r"\d", "#", m.group(0)), text)
+    return _SPACE.sub(" ", text).strip()
+
 
 TASK_KEYS = ("task", "category", "kind", "type", "source_dataset", "dataset", "subject", "domain")
 RULES = ("task", "template", "answer")

@@ -33,10 +33,10 @@ this on reasoning-gym's letter_counting: sampled pass@1 0.42 -> 0.55, greedy fla
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from .grouping import PromptRow, choose_grouping, default_group, guess_priors  # noqa: F401  (default_group: re-exported)
 from .stats import wilson_interval
 
 # Class thresholds, on the solve rate of the later half of the run (the student every
@@ -52,18 +52,6 @@ CLASS_MEANING = {
     "learning": f"solved in {RARE_BELOW:.0%}-{SOLVED_FROM:.0%}: some rows",
     "solved": f"solved in {SOLVED_FROM:.0%} or more: none (real data teaches it)",
 }
-
-_QUOTED = re.compile(r'"[^"\n]{0,200}"|“[^”\n]{0,200}”|(?<![\w\'])\'[^\'\n]{1,200}\'(?![\w\'])')
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_SPACE = re.compile(r"\s+")
-
-
-def default_group(question: str) -> str:
-    """The prompt's template: numbers as one `#` per digit, quoted literals as `"…"`, spaces collapsed."""
-    text = _QUOTED.sub('"…"', question)
-    text = _NUMBER.sub(lambda m: re.sub(r"\d", "#", m.group(0)), text)
-    return _SPACE.sub(" ", text).strip()
-
 
 @dataclass(frozen=True)
 class Rollout:
@@ -137,8 +125,6 @@ def weakness_stats(rollouts: Iterable[Rollout], *, group_of: Callable[[str], str
     function of the prompt text) it is that function's name. The window is every step given;
     early = its first half of steps, late = the second half.
     """
-    from .grouping import PromptRow, choose_grouping, guess_priors
-
     rows = list(rollouts)
     distinct = list({r.question: PromptRow(r.question, r.task, r.answer) for r in rows}.values())
     chosen = choose_grouping(distinct, grouping, fn=group_of)

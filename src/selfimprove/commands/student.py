@@ -45,7 +45,7 @@ def env_build(env_id: str, out_dir: Path | None, env_args: str | None, seed: int
 
     from ..errors import ConfigError
 
-    cmd = [sys.executable, "-m", "selfimprove.rl.student_build", env_id, "--seed", str(seed), "--threads",
+    cmd = [sys.executable, "-m", "selfimprove.rl.student_build_run", env_id, "--seed", str(seed), "--threads",
            str(threads), "--json"]
     cmd += ["--out", str(out_dir)] if out_dir else []
     cmd += ["--env-args", env_args] if env_args else []

@@ -101,7 +101,8 @@ def find(model_id: str) -> BuiltinStudent | None:
     if model_id.startswith(BUILD_PREFIX):
         from .student_build import entry  # light: imports neither torch nor verifiers
 
-        return entry(model_id)
+        found = entry(model_id)
+        return None if found is None else BuiltinStudent(id=model_id, resolve=found[0], on_disk=found[1])
     return registered().get(model_id)
 
 

@@ -15,6 +15,8 @@ from typing import Any, Callable
 import torch
 from transformers import Qwen3Config, Qwen3ForCausalLM
 
+from ..errors import BuildRefused
+from ..phases.analyze import prompt_text
 from .policy import completion_logprobs, generate, pack
 from .student import TINY_ARCH, build_tokenizer, render_prompt
 
@@ -33,15 +35,13 @@ def sized_model(tok, positions: int, seed: int) -> Qwen3ForCausalLM:
 
 def encode_rows(tok, rows: list[dict], fmt: str, env_id: str, max_tokens: int) -> list[tuple[list[int], list[int]]]:
     """(prompt ids, reply ids + EOS) per row, refusing text the character tokenizer cannot write."""
-    from .student_build import BuildRefused, _question
-
     unk = tok.unk_token_id
     out = []
     for r in rows:
         prompt = render_prompt(tok, r["prompt"])
         reply = tok(fmt.format(a=r["answer"]), add_special_tokens=False)["input_ids"] + [tok.eos_token_id]
         if unk in prompt or unk in reply:
-            raise BuildRefused(f"env '{env_id}': example {r['example_id']} ({_question(r)[:40]!r}) has characters "
+            raise BuildRefused(f"env '{env_id}': example {r['example_id']} ({prompt_text(r['prompt'])[:40]!r}) has characters "
                                "the tiny student's tokenizer (printable ASCII) cannot write; use a larger model")
         if len(prompt) + len(reply) > max_tokens:
             raise BuildRefused(f"env '{env_id}': example {r['example_id']} renders to {len(prompt) + len(reply)} "
@@ -69,11 +69,9 @@ def greedy_check(model, tok, env, rows: list[dict], encoded: list[tuple[list[int
 def judge(recipe, rows: list[dict], rewards: list[float], grouping, priors: dict) -> dict[str, Any]:
     """Per group: held-out pass@1 (reward >= 0.5, the weakness measure's solved rule), its guessing prior,
     the difference, and the rule's verdict at this check."""
-    from .student_build import _question
-
     groups: dict[str, list[float]] = {}
     for r, x in zip(rows, rewards):
-        groups.setdefault(grouping.label(_question(r)), []).append(x)
+        groups.setdefault(grouping.label(prompt_text(r["prompt"])), []).append(x)
     table = {}
     for g, xs in sorted(groups.items()):
         acc = sum(x >= 0.5 for x in xs) / len(xs)
@@ -88,8 +86,6 @@ def judge(recipe, rows: list[dict], rewards: list[float], grouping, priors: dict
 
 def train(env, recipe, data: dict[str, Any], log: Callable[[str], None] = print):
     """(model, tokenizer, report): the supervised run of `recipe` on `data` (student_build.prepare)."""
-    from .student_build import _question
-
     t0 = time.time()
     tok = build_tokenizer()
     fit = encode_rows(tok, data["train"], data["format"], recipe.env_id, recipe.max_seq_tokens)
@@ -129,8 +125,8 @@ def train(env, recipe, data: dict[str, Any], log: Callable[[str], None] = print)
                 stop_reason = "rule"
                 break
     model.eval()
-    trained_q = {_question(data["train"][i]) for i in seen}
-    memorised = sum(_question(r) in trained_q for r in data["holdout"]) / len(data["holdout"])
+    trained_q = {prompt_text(data["train"][i]["prompt"]) for i in seen}
+    memorised = sum(prompt_text(r["prompt"]) in trained_q for r in data["holdout"]) / len(data["holdout"])
     last = checks[-1]
     report = {
         "stopped_at_step": step, "stop_reason": stop_reason, "final_check": last, "checks": checks,
