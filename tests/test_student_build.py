@@ -131,13 +131,13 @@ def test_refuses_multi_turn():
         check_single_turn(Dialogue(), "dialogue-env")
 
 
-def test_cli_refusal_is_one_line_exit_2():
-    """`selfimprove student build ENV` on an env it cannot serve: one line naming the reason, exit 2."""
+def test_cli_refusal_is_one_line_exit_1():
+    """`selfimprove student build ENV` on an env it cannot serve: one line naming the reason, exit 1 (error)."""
     env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{TOY}"}
     p = subprocess.run([sys.executable, "-m", "selfimprove", "student", "build", "si-build-toy", "--env-args",
                         '{"mode": "no_answer"}', "--out", "/nonexistent-never-written"], capture_output=True,
                        text=True, env=env, timeout=300)
-    assert p.returncode == 2, p.stderr
+    assert p.returncode == 1, p.stderr
     lines = [ln for ln in p.stderr.splitlines() if "reference answer" in ln]
     assert len(lines) == 1 and "si-build-toy" in lines[0], p.stderr
 

@@ -38,7 +38,7 @@ of TRAIN. `--model build:ENV` uses it in a run (built on first use).
 def env_build(env_id: str, out_dir: Path | None, env_args: str | None, seed: int, max_steps: int | None,
               threads: int, json_: bool) -> None:
     """Run the generic recipe in the env's Python (a subprocess: verifiers and the env are imported there,
-    never here), its progress line on the console; one line and exit 2 when the env is refused."""
+    never here), its progress line on the console; one line and exit 1 (an error) when the env is refused."""
     import json
     import subprocess
     import sys

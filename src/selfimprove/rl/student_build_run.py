@@ -152,7 +152,7 @@ def build_cached(recipe: Recipe, log: Callable[[str], None] = print) -> Path:
 def main(argv: list[str] | None = None) -> int:
     """`python -m selfimprove.rl.student_build_run ENV [--out DIR] [--env-args JSON] [--seed N] [--max-steps N]`:
     what `selfimprove student build ENV` runs in the env's Python. Progress on stderr; with --json the
-    build record on stdout's last line. Exit 2 with one line when the env is refused."""
+    build record on stdout's last line. Exit 1 with one line when the env is refused (the CLI's error code)."""
     import argparse
     import sys
 
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
             record = json.loads((where / "build.json").read_text())
     except ConfigError as e:
         print(f"error: {e}", file=sys.stderr)
-        return 2
+        return 1
     model_id = f"{PREFIX}{recipe.env_id}@{recipe.hash()}"  # names this build in the cache (no --out)
     print(json.dumps({"out": str(where), "model_id": None if a.out else model_id, **record}) if a.json
           else f"wrote {where}" + ("" if a.out else f"; use it with --model {model_id}"))
