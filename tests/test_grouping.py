@@ -82,3 +82,15 @@ def test_group_by_spec_is_checked():
         check_group_by(ok)
     with pytest.raises(UsageError, match="expected auto, task, template, answer"):
         check_group_by("kind")
+
+
+def test_bootstrap_records_the_grouping_and_refuses_an_unknown_one(new_run, cli, runs_dir):
+    """`--group-by` on bootstrap (and so on run) is recorded in run.json for every later analysis;
+    an unknown rule is a usage error (exit 2) naming the choices."""
+    import json
+
+    run_dir = new_run("selfimprove-arith", "--group-by", "answer")
+    assert json.loads((run_dir / "run.json").read_text())["group_by"] == "answer"
+    res = cli("bootstrap", "selfimprove-arith", "--runs-dir", str(runs_dir), "--model", "selfimprove/tiny-arith",
+              "--group-by", "kind")
+    assert res.exit_code == 2 and "expected auto, task, template, answer" in res.stderr
