@@ -170,7 +170,16 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(a.threads)  # one thread: on a shared 2-core host it ran a step 5x faster than two
     log = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     try:
-        recipe = Recipe(a.env_id, json.loads(a.env_args), seed=a.seed, max_steps=a.max_steps)
+        env_args = json.loads(a.env_args)
+    except ValueError as e:
+        print(f"error: --env-args {a.env_args!r}: not JSON ({e}); pass a JSON object, e.g. '{{\"n\": 100}}'",
+              file=sys.stderr)
+        return 1
+    if not isinstance(env_args, dict):
+        print(f"error: --env-args {a.env_args!r}: not a JSON object; pass one, e.g. '{{\"n\": 100}}'", file=sys.stderr)
+        return 1
+    try:
+        recipe = Recipe(a.env_id, env_args, seed=a.seed, max_steps=a.max_steps)
         if a.out:
             from .rollouts import load_env
 
