@@ -94,3 +94,18 @@ def test_bootstrap_records_the_grouping_and_refuses_an_unknown_one(new_run, cli,
     res = cli("bootstrap", "selfimprove-arith", "--runs-dir", str(runs_dir), "--model", "selfimprove/tiny-arith",
               "--group-by", "kind")
     assert res.exit_code == 2 and "expected auto, task, template, answer" in res.stderr
+
+
+def test_iterate_group_by_is_recorded_and_used(run):
+    """`iterate --group-by RULE` records the rule in run.json and groups the statistics it writes with it."""
+    import json
+
+    from selfimprove.errors import TeacherActionNeeded
+    from selfimprove.phases.iterate import iterate
+
+    with pytest.raises(TeacherActionNeeded):
+        iterate(run, quiet=True, group_by="template")
+    assert run.read_run().group_by == "template"
+    real = json.loads((run.iter(1).dir / "weakness_stats.json").read_text())["real"]
+    # asked template: this env's prompts share one template, so it falls back, and says so
+    assert real["grouping"]["asked"] == "template" and "template: degenerate" in real["grouping"]["note"]
