@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import PhaseOrderError, TeacherError, UsageError
+from ..errors import PhaseOrderError, UsageError
+from ..grouping import check_group_by, load_group_fn
 from ..phases.analyze import arm_weakness, sealed_train_ids
 from ..phases.iterate import current_iteration
 from ..phases.order import baseline_done
 from ..rundir import RunDir, read_json_object
 from ..ui import out
-from ..grouping import load_group_fn, check_group_by
 from ..weakness import CLASS_MEANING, CLASSES
 from ..weakness_summary import full_summary
 from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
