@@ -77,7 +77,7 @@ def new_run(cli: Cli, runs_dir: Path):
 LONGEST_FIRST = ["test_shipped_student.py", "test_slurm.py", "test_env_python.py", "test_llm_teacher_server.py", "test_run.py", "test_compare_seeds_run.py", "test_reasoning_gym_run.py",
                  "test_run_v1.py", "test_run_v1_only.py", "test_compare.py", "test_compare_parallel.py", "test_rl_engine.py",
                  "test_skill_rehearsal.py", "test_iterate.py", "test_faults.py", "test_llm_teacher.py", "test_row_fits_student.py",
-                 "test_report_page.py"]
+                 "test_report_page.py", "test_student_build.py"]
 
 
 def pytest_collection_modifyitems(items) -> None:

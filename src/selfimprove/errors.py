@@ -41,6 +41,10 @@ class ConfigError(SelfImproveError):
     """A TOML config the tool reads or writes breaks the engine's schema."""
 
 
+class BuildRefused(ConfigError):
+    """The generic student recipe cannot serve this env (rl/student_build.py); the message says why and what would."""
+
+
 class JobFailed(SelfImproveError):
     """A training job exited without its final artefacts."""
 

@@ -93,6 +93,9 @@ class RunConfig(FileModel):
     # `run --teacher` as last given: {"spec": ..., "settings": the LLM teacher's flags (URL, key VARIABLE
     # name, caps; never the key)}. `run --run-dir` without --teacher resumes with it. null: the env's default.
     teacher: dict[str, Any] | None = None
+    # How prompts are grouped in the weakness statistics (grouping.py): auto | task | template | answer,
+    # or path/to/file.py:FUNCTION. null = auto. Set by `bootstrap/run --group-by`, changed by `iterate --group-by`.
+    group_by: str | None = None
 
     engine: EngineName = "prime-rl"
     engine_command: list[str] | None = None  # overrides the engine's default launcher, e.g. ["uv","run","rl"]

@@ -15,28 +15,35 @@ This is SwS's definition of a weakness (per-problem accuracy across the RL run, 
 A rollout counts as solved by the rule the eval uses: its `is_correct` metric where the env
 writes one, else reward >= 0.5.
 
-Prompt groups. By default a prompt's group is its text with every number replaced by one `#`
-per digit (`347+8` -> `###+#`, `3.25` -> `#.##`) and every quoted literal by `"…"`. Digit
-widths are kept on purpose: on the embedded env `347+8` is hopeless while `47+38` is solved,
-and a bare `#+#` would average the two into a harmless-looking rate. On word problems, whose
-texts differ in more than their numbers, most groups hold one prompt: the summary says so
-(`grouping.singleton_share`), and the per-prompt figures or a teacher's own grouping
-(`group_of=`, or `selfimprove weaknesses --group-by FILE.py:FUNC`) are what to read.
+Prompt groups (grouping.py states the rules). By default (`auto`) a prompt's group is the
+env's own task/category field when its rows carry one, else its template: the text with every
+number replaced by one `#` per digit (`347+8` -> `###+#`, `3.25` -> `#.##`) and every quoted
+literal by `"…"`, else its answer's type and length. Digit widths are kept on purpose: on the
+embedded env `347+8` is hopeless while `47+38` is solved, and a bare `#+#` would average the
+two into a harmless-looking rate. A rule whose groups are degenerate (one group, or mostly
+groups of one prompt: word problems' templates) is not used silently: the next rule is, and
+`grouping.note` says so. A teacher's own grouping is `group_of=` (`--group-by FILE.py:FUNC`).
+
+Each group carries its guessing prior (its commonest reference answer's share of its prompts)
+and `collapse_suspect`: its solve rate rose over the run but stays within COLLAPSE_MARGIN of that
+prior, the mark of a policy drifting onto the commonest answer rather than learning (GRPO did
+this on reasoning-gym's letter_counting: sampled pass@1 0.42 -> 0.55, greedy flat at the 0.59 prior).
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from .grouping import PromptRow, choose_grouping, default_group, guess_priors  # noqa: F401  (default_group: re-exported)
 from .stats import wilson_interval
 
 # Class thresholds, on the solve rate of the later half of the run (the student every
 # iteration starts from is iter_0's final checkpoint, so its late behaviour is what counts).
 RARE_BELOW = 0.05  # at 16 rollouts per prompt, p < 0.05 leaves most groups all-wrong: no GRPO signal in the real mix
 SOLVED_FROM = 0.5  # SwS's line: from here on, real-data groups carry plenty of signal (RL on real data teaches it)
+COLLAPSE_MARGIN = 0.05  # a rising rate no further than this above the guessing prior may be guessing, not skill
 MIN_LATE_ROLLOUTS = 16  # fewer late rollouts than one GRPO group: classify on the whole window instead
 CLASSES = ("never", "rare", "learning", "solved")
 CLASS_MEANING = {
@@ -45,18 +52,6 @@ CLASS_MEANING = {
     "learning": f"solved in {RARE_BELOW:.0%}-{SOLVED_FROM:.0%}: some rows",
     "solved": f"solved in {SOLVED_FROM:.0%} or more: none (real data teaches it)",
 }
-
-_QUOTED = re.compile(r'"[^"\n]{0,200}"|“[^”\n]{0,200}”|(?<![\w\'])\'[^\'\n]{1,200}\'(?![\w\'])')
-_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_SPACE = re.compile(r"\s+")
-
-
-def default_group(question: str) -> str:
-    """The prompt's template: numbers as one `#` per digit, quoted literals as `"…"`, spaces collapsed."""
-    text = _QUOTED.sub('"…"', question)
-    text = _NUMBER.sub(lambda m: re.sub(r"\d", "#", m.group(0)), text)
-    return _SPACE.sub(" ", text).strip()
-
 
 @dataclass(frozen=True)
 class Rollout:
@@ -67,6 +62,8 @@ class Rollout:
     solved: bool
     truncated: bool
     example_id: int | str | None = None
+    task: str | None = None  # the env's task/category label of the row (grouping.task_label of its info)
+    answer: str | None = None  # the row's reference answer (guessing priors, the `answer` grouping)
 
 
 class _Tally:
@@ -120,13 +117,18 @@ def classify(fig: dict) -> tuple[str, str]:
     return ("learning" if rate < SOLVED_FROM else "solved"), basis
 
 
-def weakness_stats(rollouts: Iterable[Rollout], *, group_of: Callable[[str], str] = default_group,
-                   grouping: str = "default", source: dict | None = None) -> dict:
+def weakness_stats(rollouts: Iterable[Rollout], *, group_of: Callable[[str], str] | None = None,
+                   grouping: str = "auto", source: dict | None = None) -> dict:
     """Per-prompt and per-group solve statistics of a run's TRAIN rollouts (a JSON-ready dict).
 
-    The window is every step given; early = its first half of steps, late = the second half.
+    `grouping` names a rule of grouping.py (auto, task, template, answer); with `group_of` (a
+    function of the prompt text) it is that function's name. The window is every step given;
+    early = its first half of steps, late = the second half.
     """
     rows = list(rollouts)
+    distinct = list({r.question: PromptRow(r.question, r.task, r.answer) for r in rows}.values())
+    chosen = choose_grouping(distinct, grouping, fn=group_of)
+    priors = guess_priors(distinct, chosen)
     steps = sorted({r.step for r in rows})
     split_at = steps[len(steps) // 2] if len(steps) > 1 else math.inf  # late = the second half of the steps
     prompts: dict[str, _Tally] = {}
@@ -140,7 +142,7 @@ def weakness_stats(rollouts: Iterable[Rollout], *, group_of: Callable[[str], str
         prompt_ids.setdefault(r.question, r.example_id)
         g = group_of_prompt.get(r.question)
         if g is None:
-            g = group_of_prompt[r.question] = str(group_of(r.question))
+            g = group_of_prompt[r.question] = chosen.label(r.question)
         groups.setdefault(g, _Tally()).add(r, late)
         group_prompts.setdefault(g, set()).add(r.question)
 
@@ -152,7 +154,13 @@ def weakness_stats(rollouts: Iterable[Rollout], *, group_of: Callable[[str], str
 
     group_rows = []
     for g, t in groups.items():
-        group_rows.append({"group": g, "prompts": len(group_prompts[g]), **with_class(t)})
+        fig = with_class(t)
+        prior = priors.get(g, {}).get("guess_prior")
+        suspect = (prior is not None and fig["trend"] is not None and fig["trend"] > 0
+                   and fig["late_rate"] is not None and fig["late_rate"] <= prior + COLLAPSE_MARGIN)
+        group_rows.append({"group": g, "prompts": len(group_prompts[g]), **fig, "guess_prior": prior,
+                           "commonest_answer": priors.get(g, {}).get("commonest_answer"),
+                           "collapse_suspect": bool(suspect)})
     order = {c: i for i, c in enumerate(CLASSES)}
     group_rows.sort(key=lambda x: (order[x["class"]], x["solve_rate"], -x["rollouts"], x["group"]))
     prompt_rows = [{"question": q, "example_id": prompt_ids[q], "group": group_of_prompt[q], **with_class(t)}
@@ -170,8 +178,11 @@ def weakness_stats(rollouts: Iterable[Rollout], *, group_of: Callable[[str], str
                    "late_from_step": None if split_at == math.inf else split_at, "rollouts": len(rows)},
         "solved_rule": "metrics.is_correct where the env writes it, else reward >= 0.5",
         "thresholds": {"rare_below": RARE_BELOW, "solved_from": SOLVED_FROM, "min_late_rollouts": MIN_LATE_ROLLOUTS,
-                       "meaning": CLASS_MEANING},
-        "grouping": {"name": grouping, "groups": len(group_rows), "prompts": len(prompt_rows),
+                       "collapse_margin": COLLAPSE_MARGIN, "meaning": CLASS_MEANING,
+                       "collapse_rule": ("collapse_suspect: the group's solve rate rose (trend > 0) but its late rate "
+                                         f"is at most its guessing prior + {COLLAPSE_MARGIN}: possibly the commonest "
+                                         "answer, not skill")},
+        "grouping": {**chosen.record(), "groups": len(group_rows), "prompts": len(prompt_rows),
                      "singleton_share": round(singletons / len(group_rows), 4) if group_rows else None},
         "by_class": by_class,
         "groups": group_rows,

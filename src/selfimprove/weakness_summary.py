@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from .weakness import CLASS_MEANING, CLASSES
 
-COLUMNS = ("class", "group", "prompts", "rollouts", "solve rate [95% CI]", "early", "late", "trend")
+COLUMNS = ("class", "group", "prompts", "rollouts", "solve rate [95% CI]", "guess prior", "early", "late", "trend")
 
 
 def _rate(x: float | None) -> str:
@@ -33,9 +33,10 @@ def _cell(text: str) -> str:
 
 def group_row(g: dict) -> str:
     lo, hi = g["solve_rate_ci95"]
-    cells = (g["class"], f"`{_cell(g['group'])}`", str(g["prompts"]), str(g["rollouts"]),
-             f"{g['solve_rate']:.3f} [{lo:.3f}, {hi:.3f}]", _rate(g["early_rate"]), _rate(g["late_rate"]),
-             _trend(g["trend"]))
+    flag = " COLLAPSE?" if g.get("collapse_suspect") else ""  # rising, but no higher than guessing the commonest answer
+    cells = (g["class"] + flag, f"`{_cell(g['group'])}`", str(g["prompts"]), str(g["rollouts"]),
+             f"{g['solve_rate']:.3f} [{lo:.3f}, {hi:.3f}]", _rate(g.get("guess_prior")), _rate(g["early_rate"]),
+             _rate(g["late_rate"]), _trend(g["trend"]))
     return "| " + " | ".join(cells) + " |"
 
 
@@ -45,14 +46,22 @@ def header_lines(stats: dict, title: str) -> list[str]:
     share = g.get("singleton_share")
     counts = ", ".join(f"{cls} {c['groups']} groups / {c['prompts']} prompts / {c['rollouts']} rollouts"
                        for cls, c in ((cls, stats["by_class"][cls]) for cls in CLASSES))
-    return [
+    lines = [
         f"### {title}: {src.get('arm', '?')} on {src.get('rows', '?')}",
         f"TRAIN rollouts of steps {steps} (n={w['rollouts']}; early = the first half of the steps, late = from step "
         f"{w.get('late_from_step')}); solved = {stats['solved_rule']}",
-        f"grouping {g['name']}: {g['groups']} groups of {g['prompts']} prompts; singleton share "
-        f"{'-' if share is None else f'{share:.2f}'} (groups holding one prompt)",
-        f"class counts: {counts}",
+        f"grouping {g['name']}" + (f" ({g['rule']})" if g.get("rule") else "") + f": {g['groups']} groups of "
+        f"{g['prompts']} prompts; singleton share {'-' if share is None else f'{share:.2f}'} (groups holding one prompt)",
     ]
+    if g.get("degenerate"):
+        lines.append(f"DEGENERATE GROUPS: {g['degenerate']}; these groups tell little: {g.get('note') or ''}".rstrip())
+    elif g.get("note"):
+        lines.append(f"grouping fallback: {g['note']}")
+    lines.append("guess prior = the share of the group's prompts whose answer is its commonest answer (what always "
+                 "answering it scores); COLLAPSE? = the rate rose but stays within "
+                 f"{stats.get('thresholds', {}).get('collapse_margin', 0.05)} of that prior: guessing, not skill")
+    lines.append(f"class counts: {counts}")
+    return lines
 
 
 def summary_text(stats: dict, title: str, max_groups: int | None = None) -> str:

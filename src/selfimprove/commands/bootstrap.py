@@ -8,6 +8,7 @@ import typer
 
 from ..models import SEED_EVAL_EXAMPLES, SEED_ROLLOUTS_PER_EXAMPLE, SEED_STEPS_PER_RUN
 from ..phases.bootstrap import DEFAULT_MODEL, BootstrapOptions, bootstrap
+from ..grouping import check_group_by
 from ..ui import out
 from ._common import JsonOpt, cli_errors, print_json
 
@@ -40,6 +41,7 @@ def command(
     allow_small_batch: Annotated[bool, typer.Option("--allow-small-batch", help="Allow < 16 unique prompts per step (smoke runs; recorded).")] = False,
     stack: Annotated[Optional[str], typer.Option(help="prime-rl / verifiers dialect: seed (prime-rl < 0.8, classic envs) or v1 (prime-rl >= 0.8, verifiers v1 Tasksets). Default: detected from $PRIME_RL_DIR and the env's API.")] = None,
     env_python: Annotated[Optional[str], typer.Option(help="Python that loads the env (introspection, the generator, gates, package install + verify): must import verifiers. Default: $PRIME_RL_DIR/.venv/bin/python for --engine prime-rl with a checkout there, else this interpreter. Recorded in run.json.")] = None,
+    group_by: Annotated[Optional[str], typer.Option("--group-by", help="How the weakness statistics group prompts (recorded in run.json): auto (default: the env's task field, else the prompt template, else the answer type; a degenerate grouping falls back, stated), task, template, answer, or path/to/file.py:FUNCTION.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 0: validate the flags and create the run directory.
@@ -51,6 +53,7 @@ def command(
         RUN_DIR=$(selfimprove bootstrap selfimprove-arith \\
             --model selfimprove/tiny-arith --budget 15m)
     """
+    check_group_by(group_by)
     rd = bootstrap(options_from_params(locals()))
     if json_:
         print_json({"run_dir": str(rd.root), **rd.read_run().model_dump(mode="json")})

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import UsageError
+from ..grouping import check_group_by
 from ..llm_teacher.api import DEFAULT_INPUT_CHARS, DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
 from ..phases.iterate import iterate
 from ..phases.run import iterate_with_teacher
@@ -37,6 +38,7 @@ def command(
     teacher_timeout: TeacherTimeoutOpt = DEFAULT_TIMEOUT_S,
     teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
     teacher_input_chars: TeacherInputCharsOpt = DEFAULT_INPUT_CHARS,
+    group_by: Annotated[Optional[str], typer.Option("--group-by", help="Regroup the weakness statistics of the iterations analysed from now on (recorded in run.json): auto, task, template, answer, or path/to/file.py:FUNCTION.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 3: run the current iteration's next incomplete step, and on.
@@ -61,6 +63,7 @@ def command(
     if not gen_timeout > 0:  # also refuses nan
         raise UsageError(f"--gen-timeout {gen_timeout}: must be a number of seconds > 0")
     check_job_flags(restart, resume, cap_hours)
+    check_group_by(group_by)
     rd = RunDir(run_dir)
     rd.require()
 
@@ -72,13 +75,14 @@ def command(
     if teacher is None:
         refuse_llm_flags(cli_ctx, "and this iterate has no --teacher")
         result = iterate(rd, restart=restart, resume=resume, quiet=json_, once=once, gen_timeout=gen_timeout,
-                         cap_hours=cap_hours, on_step=on_step)
+                         cap_hours=cap_hours, on_step=on_step, group_by=group_by)
     else:
         write = make_teacher(teacher, cli_ctx, llm_values(cli_ctx))
         # its stop lines name this command: the same `iterate --teacher` resumes (`run` is not what was used)
         rerun = f"selfimprove iterate --run-dir {shlex.quote(str(rd.root))} {teacher_flags(cli_ctx, teacher)}"
         result = iterate_with_teacher(rd, write, quiet=json_, once=True, restart=restart, resume=resume,
-                                      gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step, rerun=rerun)
+                                      gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step, rerun=rerun,
+                                      group_by=group_by)
     if json_:
         print_json({"stop": result.kind, "iteration": result.iteration, "message": result.message, **result.details})
     else:

@@ -1,4 +1,5 @@
-"""`selfimprove student build|profile`: the built-in CPU students made from a recipe (the registry's makers)."""
+"""`selfimprove student build|profile`: the built-in CPU students made from a recipe (the registry's makers),
+and `student build ENV`: the generic recipe's student of any single-turn env (rl/student_build.py)."""
 
 from __future__ import annotations
 
@@ -23,8 +24,63 @@ selfimprove/tiny-arith is one: a seeded warm-up recipe
 the package (src/selfimprove_arith/student/tiny-arith/) beside
 recipe.json (the recipe and its hash) and profile.json (per-kind pass@k).
 Rebuild them after changing the recipe: `selfimprove student build`.
+tiny-arith's weaknesses were planted (wrong-answer habits per kind).
+
+`selfimprove student build ENV` makes a student of any single-turn env
+whose rows carry a reference answer, by one generic recipe with nothing
+chosen per kind (rl/student_build.py): supervised on the env's TRAIN rows
+drawn uniformly, stopped by a rule stated in advance on a held-out slice
+of TRAIN. `--model build:ENV` uses it in a run (built on first use).
 """,
 )
+
+
+def env_build(env_id: str, out_dir: Path | None, env_args: str | None, seed: int, max_steps: int | None,
+              threads: int, json_: bool) -> None:
+    """Run the generic recipe in the env's Python (a subprocess: verifiers and the env are imported there,
+    never here), its progress line on the console; one line and exit 1 (an error) when the env is refused."""
+    import json
+    import subprocess
+    import sys
+
+    from ..errors import ConfigError
+
+    cmd = [sys.executable, "-m", "selfimprove.rl.student_build_run", env_id, "--seed", str(seed), "--threads",
+           str(threads), "--json"]
+    cmd += ["--out", str(out_dir)] if out_dir else []
+    cmd += ["--env-args", env_args] if env_args else []
+    cmd += ["--max-steps", str(max_steps)] if max_steps is not None else []
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    last_error = ""
+    for line in proc.stderr:  # type: ignore[union-attr]
+        line = line.rstrip("\n")
+        if line.startswith("error: "):
+            last_error = line[len("error: "):]
+        elif line.startswith(("student build", "building ")) and not json_:
+            console.print(line, markup=False, highlight=False)
+    stdout = proc.stdout.read() if proc.stdout else ""  # type: ignore[union-attr]
+    rc = proc.wait()
+    if rc != 0:
+        raise ConfigError(last_error or f"the generic student build of '{env_id}' exited {rc}; run "
+                          f"`{' '.join(cmd[:4])} {env_id}` to see its output")
+    record = json.loads(stdout.strip().splitlines()[-1])
+    if json_:
+        print_json(record)
+        return
+    last = record["final_check"]
+    out.print(f"wrote {record['out']} (recipe {record['recipe_hash']}, seed {record['recipe']['seed']}): stopped at "
+              f"step {record['stopped_at_step']} by {'the rule' if record['stop_reason'] == 'rule' else 'the step cap'} "
+              f"({record['stopping_rule']}); held-out mean reward {last['mean_reward']:.2f} on "
+              f"{record['holdout_rows']} TRAIN rows, memorisation share {record['memorisation_share']:.2f}; built in "
+              f"{record['build_wall_s']:.0f} s on {record['threads']} thread(s)"
+              + (f"; use it with --model {record['model_id']}" if record.get("model_id") else ""), markup=False)
+    t = Table(title=f"held-out pass@1 by group ({record['grouping']['name']}) at the stop")
+    for col in ("group", "n", "pass@1", "guess prior", "above prior", "learning", "solved"):
+        t.add_column(col, justify="left" if col == "group" else "right")
+    for g, row in last["groups"].items():
+        t.add_row(g, str(row["n"]), f"{row['pass@1']:.2f}", f"{row['guess_prior']:.2f}", f"{row['above_prior']:+.2f}",
+                  "yes" if row["learning"] else "no", "yes" if row["solved"] else "no")
+    out.print(t)
 
 
 def rebuildable(model_id: str | None) -> tuple[BuiltinStudent, StudentMaker]:
@@ -61,12 +117,17 @@ def settings(profile: dict[str, Any]) -> str:
 @app.command("build")
 @cli_errors
 def build(
-    model_id: Annotated[Optional[str], typer.Argument(help="The built-in student to rebuild (default: the only one made from a recipe, selfimprove/tiny-arith).")] = None,
+    model_id: Annotated[Optional[str], typer.Argument(help="The built-in student to rebuild (default: the only one made from a recipe, selfimprove/tiny-arith), or an env id (or build:ENV) to make its student by the generic recipe.")] = None,
     out_dir: Annotated[Optional[Path], typer.Option("--out", help="Where to write the student (default: the shipped directory in the package).")] = None,
     profile: Annotated[bool, typer.Option("--profile/--no-profile", help="Measure profile.json after the build (~2 min).")] = True,
+    env_args: Annotated[Optional[str], typer.Option(help="An env's build only: JSON object for its load_environment (part of the recipe hash).")] = None,
+    seed: Annotated[int, typer.Option(help="An env's build only: the recipe's seed (row order, held-out slice, initial weights).")] = 0,
+    max_steps: Annotated[Optional[int], typer.Option(help="An env's build only: the step cap (default: the recipe's, 3000).")] = None,
+    threads: Annotated[int, typer.Option(min=1, help="An env's build only: torch threads (1 is fastest on a busy 2-core host).")] = 1,
     json_: JsonOpt = False,
 ) -> None:
-    """Rebuild a built-in student from its recipe (selfimprove/tiny-arith: ~5 min on 2 cores).
+    """Rebuild a built-in student from its recipe (selfimprove/tiny-arith: ~5 min on 2 cores), or make an env's
+    student by the generic recipe (into the cache, or --out; `--model build:ENV` then uses the cached one).
 
     Writes model.safetensors, config.json, tokenizer files, recipe.json (the
     recipe, its hash, torch version, threads, build time) and profile.json into
@@ -77,7 +138,15 @@ def build(
 
         selfimprove student build
         selfimprove student build --out /tmp/tiny-arith --no-profile
+        selfimprove student build si-reasoning-gym --env-args '{"num_train_examples": 3000}'
     """
+    if model_id is not None and (model_id.startswith("build:") or builtin_students.find(model_id) is None):
+        env_id = model_id.removeprefix("build:")
+        env_build(env_id, out_dir, env_args, seed, max_steps, threads, json_)
+        return
+    if env_args is not None or max_steps is not None or seed != 0:
+        raise UsageError("--env-args, --seed and --max-steps are for an env's build (selfimprove student build ENV); "
+                         f"{model_id or 'the built-in student'} is made by its own recipe")
     student, maker = rebuildable(model_id)
     target = out_dir or maker.shipped_dir(student.id)
     log = (lambda s: None) if json_ else (lambda s: console.print(s, markup=False, highlight=False))

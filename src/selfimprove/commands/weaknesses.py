@@ -2,52 +2,23 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
-from pathlib import Path
-from typing import Annotated, Callable, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from ..errors import PhaseOrderError, TeacherError, UsageError
+from ..errors import PhaseOrderError, UsageError
+from ..grouping import check_group_by, load_group_fn
 from ..phases.analyze import arm_weakness, sealed_train_ids
 from ..phases.iterate import current_iteration
 from ..phases.order import baseline_done
 from ..rundir import RunDir, read_json_object
 from ..ui import out
-from ..weakness import CLASS_MEANING, CLASSES, default_group
+from ..weakness import CLASS_MEANING, CLASSES
 from ..weakness_summary import full_summary
 from ._common import JsonOpt, RunDirOpt, cli_errors, print_json
-
-
-def load_group_fn(spec: str) -> Callable[[str], str]:
-    """'path/to/file.py:FUNC' -> FUNC, a function of the prompt text returning its group label."""
-    target, _, attr = spec.rpartition(":")
-    path = Path(target).expanduser().resolve()
-    if not target.endswith(".py") or not attr:
-        raise UsageError(f"--group-by '{spec}': expected path/to/file.py:FUNCTION (a function of the prompt text)")
-    if not path.is_file():
-        raise UsageError(f"--group-by '{spec}': file {path} not found")
-    module_spec = importlib.util.spec_from_file_location(f"selfimprove_grouping_{path.stem}", path)
-    module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
-    try:
-        module_spec.loader.exec_module(module)  # type: ignore[union-attr]
-    except (Exception, SystemExit) as e:  # noqa: BLE001  (user code)
-        raise TeacherError(f"--group-by '{spec}': {path} failed to load: {type(e).__name__}: {e}; fix the file") from None
-    fn = getattr(module, attr, None)
-    if not callable(fn):
-        raise UsageError(f"--group-by '{spec}': {path} has no function '{attr}'")
-
-    def group_of(question: str) -> str:
-        try:
-            return str(fn(question))
-        except (Exception, SystemExit) as e:  # noqa: BLE001  (user code; its sys.exit(3) ended the CLI silently with exit 3)
-            raise TeacherError(f"--group-by '{spec}': {attr}() raised {type(e).__name__}: {e} on the prompt "
-                               f"{question[:80]!r}; fix the function") from None
-
-    return group_of
 
 
 def load_stats(rd: RunDir, iteration: int | None, source: str, group_by: str | None) -> dict:
@@ -91,8 +62,8 @@ def _load_stats(rd: RunDir, n: int, source: str, group_by: str | None) -> dict:
                else "the run's Phase 3 is over with no generated rows: use --source real")
         raise PhaseOrderError(f"{arm.eval_summary}: missing; iter_{n - 1} has not finished; {fix}")
     label = "the real env's train split" if source == "real" else f"{arm.name}'s generated rows"
-    stats = arm_weakness(arm, summary.final_step, group_of=load_group_fn(group_by) if group_by else default_group,
-                         grouping=group_by or "default", label=label,
+    stats = arm_weakness(arm, summary.final_step, group_of=load_group_fn(group_by) if group_by and ":" in group_by
+                         else None, grouping=group_by or "auto", label=label,
                          sealed=sealed_train_ids(rd) if source == "real" else frozenset())
     return {**stats, "iteration": n}
 
@@ -135,7 +106,7 @@ def command(
     run_dir: RunDirOpt,
     iteration: Annotated[Optional[int], typer.Option("--iter", help="Iteration N whose inputs to show (default: the current one).")] = None,
     source: Annotated[Optional[str], typer.Option(help="real: iter_0 on the real env (what to target); previous: iter_N-1 on the teacher's last rows. Default: both (previous from iteration 2); --json: real.")] = None,
-    group_by: Annotated[Optional[str], typer.Option("--group-by", help="Your own grouping: path/to/file.py:FUNCTION, a function of the prompt text returning a label.")] = None,
+    group_by: Annotated[Optional[str], typer.Option("--group-by", help="The grouping: auto (default: the env's task field, else the prompt template, else the answer type; a degenerate one falls back, stated), task, template, answer, or your own path/to/file.py:FUNCTION (a function of the prompt text returning a label).")] = None,
     top: Annotated[Optional[int], typer.Option(help="Groups shown per source, in class order (default: every group); with --prompts, prompts per class (default 10).")] = None,
     prompts: Annotated[bool, typer.Option("--prompts", help="One row per prompt instead of per group.")] = False,
     json_: JsonOpt = False,
@@ -158,6 +129,7 @@ def command(
         raise UsageError(f"--source {source}: expected real or previous")
     if top is not None and top < 1:
         raise UsageError(f"--top {top}: must be >= 1")
+    check_group_by(group_by)
     rd = RunDir(run_dir).require()
     if json_ or prompts:
         stats = load_stats(rd, iteration, source or "real", group_by)

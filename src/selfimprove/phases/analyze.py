@@ -32,6 +32,7 @@ from ..engines.rollout_rows import train_rows
 from ..engines.rollouts import train_steps
 from ..errors import SelfImproveError
 from ..rundir import ArmDir, RunDir, atomic_write_json, atomic_write_text
+from ..grouping import task_label
 from ..weakness import Rollout, default_group, prompt_index, weakness_stats
 
 FAILURE_LIMIT = 200
@@ -143,23 +144,28 @@ def stat_rollouts(arm: ArmDir, up_to: int | None = None, sealed: frozenset = fro
         for _idx, rollout in _train_records(arm.train_file(step)):
             if rollout.get("example_id") in sealed:
                 continue
+            answer = rollout.get("answer")
             yield Rollout(step=step, question=prompt_text(rollout.get("prompt")), solved=_solved(rollout),
-                          truncated=bool(rollout.get("is_truncated", False)), example_id=rollout.get("example_id"))
+                          truncated=bool(rollout.get("is_truncated", False)), example_id=rollout.get("example_id"),
+                          task=task_label(rollout.get("info")), answer=None if answer is None else str(answer))
 
 
-def arm_weakness(arm: ArmDir, up_to: int | None = None, *, group_of: Callable[[str], str] = default_group,
-                 grouping: str = "default", label: str = "", sealed: frozenset = frozenset()) -> dict:
+def arm_weakness(arm: ArmDir, up_to: int | None = None, *, group_of: Callable[[str], str] | None = None,
+                 grouping: str = "auto", label: str = "", sealed: frozenset = frozenset()) -> dict:
     """Weakness statistics of one arm's TRAIN rollouts over its whole run (`sealed`: example ids left out)."""
     return weakness_stats(stat_rollouts(arm, up_to, sealed), group_of=group_of, grouping=grouping,
                           source={"arm": arm.name, "rows": label})
 
 
-def write_weakness_stats(rd: RunDir, n: int, *, final_steps: dict[int, int]) -> dict:
+def write_weakness_stats(rd: RunDir, n: int, *, final_steps: dict[int, int], group_by: str | None = None) -> dict:
     """iter_N/weakness_stats.json: `real` (iter_0 on the real env) and, for N >= 2, `previous` (iter_{N-1}
-    on the teacher's rows). `final_steps` maps an iteration to its recorded final step."""
+    on the teacher's rows). `final_steps` maps an iteration to its recorded final step; `group_by` is the
+    run's grouping (run.json's group_by: a grouping.py rule, or FILE.py:FUNC; None = auto)."""
+    group_of = load_group_fn(group_by) if group_by and ":" in group_by else None
+    kw = {"group_of": group_of, "grouping": group_by or "auto"}
     sealed = sealed_train_ids(rd)
-    real = arm_weakness(rd.iter(0), final_steps.get(0), label="the real env's train split", sealed=sealed)
-    previous = (arm_weakness(rd.iter(n - 1), final_steps.get(n - 1), label=f"iter_{n - 1}'s generated rows")
+    real = arm_weakness(rd.iter(0), final_steps.get(0), label="the real env's train split", sealed=sealed, **kw)
+    previous = (arm_weakness(rd.iter(n - 1), final_steps.get(n - 1), label=f"iter_{n - 1}'s generated rows", **kw)
                 if n >= 2 else None)
     record = {"iteration": n, "real": real, "previous": previous, "note": SEALED_NOTE + (SEALED_TRAIN_NOTE if sealed else "")}
     atomic_write_json(rd.iter(n).dir / "weakness_stats.json", record)

@@ -51,6 +51,7 @@ from .overrides import range_error
 
 DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
+BUILD_MODEL_PREFIX = "build:"  # build:ENV, the generic recipe's student of ENV (rl/student_build.py), built on first use
 
 
 @dataclass
@@ -79,6 +80,7 @@ class BootstrapOptions:
     stack: str | None = None  # --stack seed|v1; None = detected (stack/detect.py)
     env_python: str | None = None  # --env-python; None = the engine's (stack/env_python.py)
     extra_versions: dict[str, str] = field(default_factory=dict)
+    group_by: str | None = None  # --group-by: the weakness statistics' grouping (grouping.py), recorded in run.json
 
 
 _BUDGET_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -128,7 +130,7 @@ def parse_env_args(value: str | dict | None) -> dict[str, Any]:
 
 def resolve_engine(engine: str, model: str) -> EngineName:
     if engine == "auto":
-        is_local = model.startswith(BUILTIN_MODEL_PREFIX) or Path(model).expanduser().is_dir()
+        is_local = model.startswith((BUILTIN_MODEL_PREFIX, BUILD_MODEL_PREFIX)) or Path(model).expanduser().is_dir()
         return "local" if is_local else "prime-rl"
     if engine not in ("prime-rl", "local"):
         raise UsageError(f"--engine '{engine}': expected prime-rl, local or auto")
@@ -294,8 +296,8 @@ def check_model(model: str, engine: str) -> str:
     from ..rl.student_check import check_model_dir
 
     builtin = builtin_students.ids()
-    if model.startswith(BUILTIN_MODEL_PREFIX):
-        if model not in builtin:
+    if model.startswith((BUILTIN_MODEL_PREFIX, BUILD_MODEL_PREFIX)):
+        if builtin_students.find(model) is None:
             raise UsageError(f"--model {model}: no such built-in student; built-in: {', '.join(builtin)}")
         if engine != "local":
             raise UsageError(f"--model {model}: the built-in students train on the local CPU engine only; drop "
@@ -428,6 +430,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         steps_per_run=opts.steps_per_run,
         rollouts_per_example=opts.rollouts_per_example,
         eval_examples=opts.eval_examples,
+        group_by=opts.group_by,
         allow_small_batch=opts.allow_small_batch,
         stack=stack.stack,
         stack_source=stack.source,

@@ -131,12 +131,20 @@ def iterate(
     gen_timeout: float = 900.0,
     cap_hours: float | None = None,
     on_step: Callable[[int, str], None] | None = None,
+    group_by: str | None = None,
 ) -> IterateResult:
-    """Run iterations until the teacher must act, Phase 3 ends, or (with once) one iteration is done."""
+    """Run iterations until the teacher must act, Phase 3 ends, or (with once) one iteration is done.
+
+    `group_by` (a grouping.py rule or FILE.py:FUNC) is recorded in run.json and groups the weakness
+    statistics of the iterations analysed from now on (an iteration already analysed keeps its own)."""
     rd.require()
     require_phase_order(RunContext.load(rd), "iterate")
     with rd.lock("iterate"):
         ctx = RunContext.load(rd)
+        if group_by is not None and group_by != ctx.cfg.group_by:
+            cfg = ctx.cfg.model_copy(update={"group_by": group_by})
+            rd.write_run(cfg)
+            ctx = ctx.with_cfg(cfg)
         while True:
             cfg = ctx.cfg
             if cfg.status != "running":
@@ -176,7 +184,7 @@ def run_one_iteration(
         prev_summary = rd.read_eval_summary(prev)
         it.dir.mkdir(parents=True, exist_ok=True)
         final_steps = {0: steps.iter0_final_step(rd), n - 1: prev_summary.final_step or 0}
-        weakness = write_weakness_stats(rd, n, final_steps=final_steps)
+        weakness = write_weakness_stats(rd, n, final_steps=final_steps, group_by=cfg.group_by)
         analysis = analyze_failures(prev, it.dir, prev_eval_acc=prev_summary.eval_acc, prev_final_step=prev_summary.final_step or 0,
                                     weakness=weakness["previous"] or weakness["real"],
                                     sealed=sealed_train_ids(rd) if n == 1 else frozenset())  # iter_0: the real env

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..gates.report import parse_weakness_report
+from ..grouping import load_group_fn
 from ..llm_teacher.api import Transcripts
 from ..models import Metrics, RunConfig
 from ..phases.analyze import arm_weakness, sealed_train_ids
@@ -148,15 +149,23 @@ def _stats(rd: RunDir, metrics: Metrics, key: str, label: str, sealed: frozenset
     record = metrics.get(key)
     if record is None:
         return None
-    stats = _cached(rd, key) or arm_weakness(rd.arm(key), record.final_step, label=label, sealed=sealed)
+    group_by = rd.read_run().group_by  # the run's grouping (run.json), as `iterate` used it
+    group_of = load_group_fn(group_by) if group_by and ":" in group_by else None
+    stats = _cached(rd, key) or arm_weakness(rd.arm(key), record.final_step, label=label, sealed=sealed,
+                                             group_of=group_of, grouping=group_by or "auto")
     return stats if stats.get("groups") else None
 
 
 def _brief(stats: dict, top: int) -> dict[str, Any]:
     w = stats["window"]
-    return {"window": w, "by_class": stats["by_class"], "n_groups": stats["grouping"]["groups"],
-            "groups": [{k: g[k] for k in ("group", "prompts", "rollouts", "solve_rate", "solve_rate_ci95", "class")}
-                       for g in stats["groups"][:top]]}
+    g = stats["grouping"]
+    # the rule, its fallback note and whether even it is degenerate, so the page can say what the groups mean;
+    # per group the guessing prior beside the solve rate and the collapse flag (older files lack them: None)
+    return {"window": w, "by_class": stats["by_class"], "n_groups": g["groups"],
+            "grouping": {k: g.get(k) for k in ("name", "rule", "note", "degenerate", "singleton_share")},
+            "groups": [{**{k: x[k] for k in ("group", "prompts", "rollouts", "solve_rate", "solve_rate_ci95", "class")},
+                        "guess_prior": x.get("guess_prior"), "collapse_suspect": x.get("collapse_suspect")}
+                       for x in stats["groups"][:top]]}
 
 
 def weakness_parts(rd: RunDir, metrics: Metrics) -> dict[str, Any] | None:

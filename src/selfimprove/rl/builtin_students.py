@@ -94,8 +94,17 @@ def ids() -> list[str]:
     return sorted(registered())
 
 
+BUILD_PREFIX = "build:"  # `build:ENV`: the generic recipe's student of ENV (rl/student_build.py), built on first use
+
+
 def find(model_id: str) -> BuiltinStudent | None:
+    if model_id.startswith(BUILD_PREFIX):
+        from .student_build import entry  # light: imports neither torch nor verifiers
+
+        found = entry(model_id)
+        return None if found is None else BuiltinStudent(id=model_id, resolve=found[0], on_disk=found[1])
     return registered().get(model_id)
+
 
 
 def get(model_id: str, label: str = "model.name") -> BuiltinStudent:
