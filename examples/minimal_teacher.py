@@ -1,7 +1,5 @@
 """The smallest complete teacher for `selfimprove-arith`: the tool's weakness statistics, SKILL.md's allocation.
-
-It serves the embedded arithmetic env only (its grouping, stepping stones and solver are arithmetic)
-and refuses any other env in one line before it writes anything.
+It serves the embedded arithmetic env only, and refuses any other env in one line before writing anything.
 
     selfimprove run selfimprove-arith --teacher examples/minimal_teacher.py:MinimalTeacher
 
@@ -91,19 +89,11 @@ def build_rows(plan):
     return rows
 
 
-SERVES = "selfimprove-arith (questions that are bare +/- expressions such as 47+38)"
-
-
-def refuse_other_envs(hub_env):
-    """One line, before any work, for an env whose TRAIN samples are not bare +/- expressions: the
-    groups, stepping stones and solver here are arithmetic-only."""
+def refuse_other_envs(hub_env):  # grouping, stones and solver are arithmetic-only: say so in one line, before any work
     other = [s["question"] for s in hub_env.get("train_samples") or [] if not re.fullmatch(r"\d+([+-]\d+)*", s["question"].strip())]
     if other:
         from selfimprove.errors import TeacherError
-
-        raise TeacherError(f"examples/minimal_teacher.py serves {SERVES} only; env '{hub_env.get('env_id')}' asks e.g. "
-                           f"{other[0][:60]!r}: use --teacher llm:MODEL, a coding agent (docs/how-to/coding-agent.md), "
-                           "or a teacher of your own (docs/how-to/write-teacher.md)")
+        raise TeacherError(f"examples/minimal_teacher.py serves selfimprove-arith (bare +/- expressions such as 47+38) only; env '{hub_env.get('env_id')}' asks e.g. {other[0][:60]!r}: use --teacher llm:MODEL, a coding agent (docs/how-to/coding-agent.md), or a teacher of your own (docs/how-to/write-teacher.md)")
 
 
 class MinimalTeacher:
@@ -111,7 +101,6 @@ class MinimalTeacher:
         from selfimprove.teacher import Bucket, Domain, Feature, SubDomain, WeaknessReport, write_weakness_report
 
         refuse_other_envs(ctx.hub_env)
-
         groups = (ctx.weakness or {}).get("real", {}).get("groups", [])
         known = {g["group"] for g in groups}
         targets = [g for g in groups if g["class"] in CLASS_SHARE][:6]

@@ -199,7 +199,7 @@ def test_minimal_teacher_passes_the_gates(minimal_world):
     for g in (check_dataset(rows, report), check_round_trip(rows, minimal_world["parser"].parse_answer),
               check_failure_provenance(rows, failed), check_diversity(rows, report.fixed_axes)):
         assert g.passed, g.summary()
-    assert sum(1 for line in (ROOT / "examples" / "minimal_teacher.py").read_text().splitlines()) <= 150
+    assert sum(1 for line in (ROOT / "examples" / "minimal_teacher.py").read_text().splitlines()) <= 160
 
 
 def test_minimal_teacher_allocates_by_class(minimal_world):

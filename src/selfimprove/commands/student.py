@@ -138,7 +138,8 @@ def build(
 
         selfimprove student build
         selfimprove student build --out /tmp/tiny-arith --no-profile
-        selfimprove student build si-reasoning-gym --env-args '{"num_train_examples": 3000}'
+        selfimprove student build si-reasoning-gym \\
+            --env-args '{"num_train_examples": 3000}'
     """
     if model_id is not None and (model_id.startswith("build:") or builtin_students.find(model_id) is None):
         env_id = model_id.removeprefix("build:")

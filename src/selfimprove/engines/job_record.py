@@ -185,3 +185,13 @@ def resumable_step(arm: ArmDir, max_steps: int) -> int | None:
                 and arm.orchestrator_ckpt(s).is_dir() and (arm.broadcast(s) / "STABLE").exists():
             return s
     return None
+
+
+def launched_output_dir(arm: ArmDir, rec: JobRecord) -> Path | None:
+    """The engine output dir the job was launched with, when it is not this arm's prime_out: the run dir
+    was moved (or copied) while the job ran, so the job went on writing under the old path."""
+    for arg in rec.cmd:
+        path = Path(arg.split("=", 1)[-1])
+        if path.is_absolute() and path.name == arm.prime_out.name and path.parent.name == arm.dir.name:
+            return path if path != arm.prime_out else None
+    return None

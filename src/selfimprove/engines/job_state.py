@@ -14,9 +14,10 @@ from typing import Literal
 
 from ..errors import RunDirError
 from ..rundir import ArmDir
-from . import procs, slurm, slurm_jobs
+from . import procs, slurm_jobs
 from .crash_cause import setup_failure
-from .job_record import JobExpectation, JobRecord, _exit_code, on_disk, read_job, rerun, rerun_same, resumable_step, tail
+from .job_record import (JobExpectation, JobRecord, _exit_code, launched_output_dir, on_disk, read_job, rerun,  # noqa: F401
+                         rerun_same, resumable_step, tail)
 from .rollouts import LineCounter
 
 JobState = Literal["none", "running", "finished", "crashed"]
@@ -47,16 +48,6 @@ def resume_options(arm: ArmDir, max_steps: int) -> str:
     resume = f"--resume (continue from checkpoint step {step})" if step is not None \
         else "--resume is not possible (no complete checkpoint below the final step)"
     return f"{rerun()} with --restart (moves prime_out aside to prime_out.failed-<time>, trains from step 0) or {resume}"
-
-
-def launched_output_dir(arm: ArmDir, rec: JobRecord) -> Path | None:
-    """The engine output dir the job was launched with, when it is not this arm's prime_out: the run dir
-    was moved (or copied) while the job ran, so the job went on writing under the old path."""
-    for arg in rec.cmd:
-        path = Path(arg.split("=", 1)[-1])
-        if path.is_absolute() and path.name == arm.prime_out.name and path.parent.name == arm.dir.name:
-            return path if path != arm.prime_out else None
-    return None
 
 
 def describe_elsewhere(arm: ArmDir, rec: JobRecord, old: Path) -> str:

@@ -142,7 +142,7 @@ def foreign(arm: ArmDir, rec, name: str | None) -> str | None:
     """Why job.json's SLURM job is not this run dir's, in one line (None: it is). A copied run dir keeps the
     original's job.json: its id and name are the original's, and acting on them (attach, cancel, judge the
     arm by them) would act on the original's job (issue 41: `cancel --run-dir COPY` cancelled it)."""
-    from .job_state import launched_output_dir  # job_state imports this module
+    from .job_record import launched_output_dir
 
     if rec is None or rec.scheduler != "slurm":
         return None
