@@ -28,11 +28,13 @@ from pathlib import Path
 
 from .. import scratchpad
 from ..engines import engine_command
-from ..engines.jobs import JobExpectation, JobResult, run_training
+from ..engines import preflight
+from ..engines.jobs import JobExpectation, JobResult, read_job, run_training
 from ..errors import ConfigError, EvalAggregationError, JobFailed, NoLearningSignal, RunDirError, UsageError
 from ..models import EvalSummary
 from ..resources import project_configs_dirs
 from ..rundir import ArmDir, RunDir, atomic_write_text, sorted_steps, write_model
+from ..stack.prime_rl import SEED_SEQ_LEN
 from ..stack.toml_paths import get_path
 from ..stats import wilson_interval
 from ..student_limits import check_env_text, answers_over_budget, check_token_budget, completion_budget_cuts, model_context
@@ -183,7 +185,14 @@ def find_canonical(ctx: RunContext, arm: ArmDir, explicit: str | None, quiet: bo
                                                   project_configs_dirs())
     if found is not None:
         renamed = _check_canonical(found, dialect)  # before copying: a bad file is named as the user's, and never frozen
-        if renamed:
+        refit = shipped_for_another_model(found, dialect.read_toml(found), cfg.model)
+        if refit is not None:
+            # the project's embedded config is the tiny student's (seq_len 256): a real model gets its own
+            data, why = refit
+            normalised, _ = dialect.normalise_aliases(data)
+            dialect.write_toml(frozen, normalised)
+            _note(quiet, f"iter_0: canonical config {found}: {why} in {frozen}")
+        elif renamed:
             # Old spellings (max_tokens) are moved to prime-rl's names in the copy, so the overlay's
             # max_completion_tokens replaces the value instead of landing beside it (refused by prime-rl).
             normalised, _ = dialect.normalise_aliases(dialect.read_toml(found))
@@ -210,6 +219,30 @@ def find_canonical(ctx: RunContext, arm: ArmDir, explicit: str | None, quiet: bo
         cfg = cfg.model_copy(update={"canonical_config": origin})  # where iter_0's config came from (the copy is what runs)
         rd.write_run(cfg)
     return frozen, ctx.with_cfg(cfg)
+
+
+def shipped_for_another_model(found: Path, canonical: dict, model: str) -> tuple[dict, str] | None:
+    """(the config with its seq_len refitted, what changed) when `found` is one of the project's own canonical
+    configs (configs/<dataset>/rl.toml, written for the built-in student it names in [model]) and the run trains
+    another model; else None.
+
+    Where seq_len comes from: the canonical config's top-level `seq_len` (prime-rl hands it to the trainer and
+    the orchestrator), which every later arm inherits (`canonical_knobs`). The shipped configs set the tiny
+    student's 256 positions; a real model given that would train on 256-token sequences. It gets the seed's
+    SEED_SEQ_LEN instead, capped by the model's own context when its config.json is on this machine, as a
+    canonical config generated from hub_env.json does.
+    """
+    shipped = any(found.resolve().is_relative_to(d.resolve()) for d in project_configs_dirs())
+    their_model = get_path(canonical, "model.name")
+    if not shipped or their_model in (None, model) or get_path(canonical, "seq_len") is None:
+        return None
+    context, _ = model_context(model)
+    seq_len = min(SEED_SEQ_LEN, context) if context else SEED_SEQ_LEN
+    if seq_len == canonical["seq_len"]:
+        return None
+    data = {**canonical, "seq_len": seq_len}
+    return data, (f"seq_len {canonical['seq_len']} is {their_model}'s; {model} trains with seq_len {seq_len} "
+                  f"({'its context' if context and context < SEED_SEQ_LEN else 'the seed default'})")
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -264,6 +297,8 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
     slurm_files, slurm_overrides, job_name = launch_extras(rd, cfg, arm.name)  # empty off SLURM
     cmd = engine_command(cfg) + dialect.rl_command_args([canonical_path, arm.eval_overlay, *slurm_files],
                                                         {**overrides, **slurm_overrides}, arm.prime_out)
+    if cfg.engine == "prime-rl" and read_job(arm) is None:  # before the first launch: prime-rl's own verdict, the GPUs
+        run_preflight(cmd[len(engine_command(cfg)):], on_slurm=job_name is not None, quiet=quiet)
     job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, job_name=job_name)
     note_budget_cuts(arm, quiet)
     if not arm.trainer_ckpt(steps).exists():
@@ -274,6 +309,17 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
     with abort_run_on_unparseable_eval(ctx, "iter_0"):
         summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
     return summary, job, ctx
+
+
+def run_preflight(argv: list[str], *, on_slurm: bool, quiet: bool) -> None:
+    """engines/preflight.py on iter_0's exact argv; PreflightRefused (one line) stops the run before any launch."""
+    if os.environ.get(preflight.SKIP_ENV, "").strip() not in ("", "0"):
+        _note_line(quiet, f"iter_0: preflight skipped ({preflight.SKIP_ENV} is set): prime-rl's `rl --dry-run` and "
+                          "the GPU check did not run")
+        return
+    needs = preflight.preflight(argv, on_slurm=on_slurm)
+    _note_line(quiet, f"iter_0: preflight: prime-rl's `rl --dry-run` accepts iter_0's config; {needs.line()}"
+                      + (f", weight broadcast {needs.weight_broadcast}" if needs.weight_broadcast else ""))
 
 
 def note_budget_cuts(arm: ArmDir, quiet: bool) -> list[str]:
