@@ -14,6 +14,12 @@ For each launch the tool makes (same argv, same cwd) it runs, in prime-rl's own 
    prime-rl resolved for each launch.
 3. A refusal ends the launch with prime-rl's message and rc 1 (the arm crashes: the run fails, the test sees
    why). Otherwise `selfimprove-rl ARGV` trains it (with [slurm], submits it), as the tool's CPU engine.
+
+SELFIMPROVE_DRY_RUN_CRASH=<arm>:<step> crashes that arm's first launch (SIGKILL of the engine's process
+group once `checkpoints/step_<step+1>` appears, so step <step> is complete), for a `--resume` relaunch.
+
+`replay(rl, argvs)` runs prime-rl's dry run over many argvs in ONE process of prime-rl's venv (its imports
+cost ~6 s of CPU per process): for argvs a run already launched, e.g. with its --slurm overlay swapped.
 """
 
 from __future__ import annotations
@@ -21,8 +27,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -75,10 +83,94 @@ def main(argv: list[str]) -> int:
         print((r.stdout + r.stderr)[-4000:], flush=True)
         return 1
     print(f"prime_rl_dry_run: prime-rl's rl --dry-run accepted launch {n}; training it with selfimprove-rl", flush=True)
-    engine = [sys.executable, "-m", "selfimprove.rl.cli"]
-    os.execv(engine[0], [*engine, *argv])
+    engine = [sys.executable, "-m", "selfimprove.rl.cli", *argv]
+    crash = os.environ.get("SELFIMPROVE_DRY_RUN_CRASH", "")
+    if n == 1 and crash.split(":")[0] == arm.name:
+        return crash_after(engine, out, int(crash.split(":")[1]))
+    os.execv(engine[0], engine)
     return 0  # not reached
+
+
+def crash_after(engine: list[str], out: Path, step: int) -> int:
+    """Run the engine, SIGKILL its process group once checkpoint step+1 is being written; its rc (or 137)."""
+    proc = subprocess.Popen(engine, start_new_session=True)
+    while proc.poll() is None:
+        if any(out.glob(f"**/checkpoints/step_{step + 1}")):
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            print(f"prime_rl_dry_run: crashed the engine at checkpoint step {step + 1} (SELFIMPROVE_DRY_RUN_CRASH)",
+                  flush=True)
+            return 137
+        time.sleep(0.05)
+    return proc.returncode
+
+
+# Run in prime-rl's venv: `rl ARGV --dry-run` for each argv of a JSON list, one JSON result line each.
+_REPLAY = """
+import json, os, sys, traceback
+import prime_rl.entrypoints.rl as entry
+for argv in json.load(open(sys.argv[1])):
+    sys.argv = ["rl", *argv, "--dry-run"]
+    try:
+        entry.main()
+        res = {"ok": True}
+    except SystemExit as e:
+        res = {"ok": not e.code, "error": f"exit {e.code}"}
+    except BaseException as e:
+        res = {"ok": False, "error": traceback.format_exc()[-3000:]}
+    print("REPLAY " + json.dumps(res), flush=True)
+"""
+
+
+def replay(rl: str, argvs: list[list[str]], pythonpath: list[str], tmp: Path) -> list[dict]:
+    """prime-rl's `rl ARGV --dry-run` for each argv, in one process of the venv holding `rl`; {"ok", "error"} each."""
+    spec = tmp / "argvs.json"
+    spec.write_text(json.dumps(argvs))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONHOME"))}
+    env["PYTHONPATH"] = os.pathsep.join([*pythonpath, str(REPO / "src")])
+    r = subprocess.run([str(Path(rl).parent / "python"), "-c", _REPLAY, str(spec)], capture_output=True, text=True,
+                       env=env, timeout=900)
+    results = [json.loads(ln[len("REPLAY "):]) for ln in r.stdout.splitlines() if ln.startswith("REPLAY ")]
+    if len(results) != len(argvs):
+        raise RuntimeError(f"replay ended after {len(results)}/{len(argvs)} argvs (rc {r.returncode}): {r.stderr[-2000:]}")
+    return results
 
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))
+
+
+# ---------------------------------------------------------------- what the tier tests read
+
+
+def launches(run_dir: Path) -> list[tuple[str, Path, dict]]:
+    """(arm, its record dir, argv.json) of every launch the wrapper saw, in arm then launch order."""
+    out = []
+    for rec in sorted(run_dir.glob(f"*/{RECORD_DIR}/launch_*"), key=lambda p: (p.parent.parent.name, int(p.name[7:]))):
+        out.append((rec.parent.parent.name, rec, json.loads((rec / "argv.json").read_text())))
+    return out
+
+
+def env_configs(configs: Path) -> dict[str, dict]:
+    """prime-rl's resolved env-server config of each source: {"train/<name>": {...}, "eval/<name>": {...}}."""
+    return {f"{p.parent.name}/{p.stem}": json.loads(p.read_text()) for p in sorted(configs.glob("envs/*/*.json"))}
+
+
+def with_overlay(argv: list[str], overlay: Path, flags: list[str]) -> list[str]:
+    """`argv` with `@ overlay` after its last `@ file` and `flags` after it, as a --slurm launch is built."""
+    last = max(i for i, tok in enumerate(argv) if tok == "@") + 2
+    return [*argv[:last], "@", str(overlay), *flags, *argv[last:]]
+
+
+def without_overlay(argv: list[str], overlay: str) -> list[str]:
+    """`argv` with the --slurm overlay file and its --slurm.* flags taken out (the same launch on one machine)."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "@" and i + 1 < len(argv) and argv[i + 1] == overlay:
+            i += 2
+        elif argv[i].startswith("--slurm."):
+            i += 2 if "=" not in argv[i] else 1
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
