@@ -61,8 +61,9 @@ def package_path(run_dir: Path) -> list[str]:
 def main(argv: list[str]) -> int:
     rl = os.environ["SELFIMPROVE_DRY_RUN_RL"]
     out = _output_dir(argv).resolve()
-    arm = out.parent
     name = _run_name(argv)
+    # v1: --output-dir <arm> --run.name prime_out; the seed: --output-dir <arm>/prime_out
+    arm = out if name else out.parent
     written = out / name if name else out
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONHOME"))}
     env["PYTHONPATH"] = os.pathsep.join([*package_path(arm.parent), str(REPO / "src")])

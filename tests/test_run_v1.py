@@ -314,10 +314,11 @@ def test_every_launch_with_the_slurm_overlay_renders_an_sbatch_that_reinstalls_t
         script = (out / "rl.sbatch").read_text().splitlines()
         assert f"#SBATCH --job-name={name}" in script and "#SBATCH --gres=gpu:2" in script, arm
         sync = script.index("uv sync --all-extras --all-packages")
-        pre = next(i for i, ln in enumerate(script) if ln.startswith("uv pip install --no-deps --reinstall"))
+        pre = next(i for i, ln in enumerate(script) if "; uv pip install --no-deps --reinstall" in ln)
         run = next(i for i, ln in enumerate(script) if ln.startswith("uv run rl @"))
         assert sync < pre < run, arm
         ids = {c["env"]["taskset"]["id"] for c in env_configs(rec / "configs").values()} - {"selfimprove_arith_v1"}
         for taskset_id in ids:  # each generated package the arm trains on is put back after the sync
-            assert any((Path(d) / taskset_id).is_dir() for d in script[pre].split()[6:]), (arm, taskset_id)
+            dirs = [d for d in packages if (Path(d) / taskset_id).is_dir()]
+            assert dirs and all(script[pre].count(d) == 2 for d in dirs), (arm, taskset_id)  # on PYTHONPATH, reinstalled
 

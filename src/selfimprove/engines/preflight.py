@@ -114,7 +114,8 @@ def key_message(output: str) -> str:
     for i, ln in enumerate(lines):
         m = _VALIDATION.search(ln)
         if m:
-            rest = [x for x in lines[i + 1:i + 4] if not x.startswith("For further information")][:2]
+            # the field, then its reason, which rich wraps at the panel's width: up to two more lines of it
+            rest = [x for x in lines[i + 1:i + 5] if not x.startswith("For further information")]
             return " ".join([m.group(0), *(f"- {x}" for x in rest)])[:400]
     errs = [ln for ln in lines if re.search(r"(Error|error|not found|refused|Extra inputs)", ln)]
     return (errs[-1] if errs else (lines[-1] if lines else "no output"))[:400]

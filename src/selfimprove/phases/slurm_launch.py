@@ -12,8 +12,8 @@ package its lock does not list: each generated package the tool pip-installed. T
 pre_run_command` runs after that sync, in the activated venv (:36-39; seed :32-35; SlurmConfig:
 "after cd, .env sourcing, and venv activation"), and prime-rl's own examples use it to change the
 synced venv (examples/advanced/nemotron-3-super/swe.toml:13). So every SLURM launch appends to it a
-reinstall of the run's generated packages (`reinstall_command`); `uv run rl` then syncs inexactly
-(uv's default for `run`), which leaves them. The real env is the user's install: prime-rl's docs make
+reinstall of the run's generated packages (`reinstall_command`), with their project dirs also on
+PYTHONPATH; `uv run rl` then syncs inexactly (uv's default for `run`), which leaves them. The real env is the user's install: prime-rl's docs make
 it a workspace member of the checkout (README.md:114, pyproject.toml [tool.uv.workspace]), which the
 sync keeps (docs/how-to/gpu-prime-rl.md). Workspace members were not chosen for the generated packages:
 each would edit the user's pyproject.toml and re-lock uv.lock every iteration, and the seed's sync
@@ -81,10 +81,15 @@ def reinstall_command(rd: RunDir, cfg: RunConfig) -> str | None:
     dirs = [shlex.quote(str(d)) for d in env_packages(rd)]
     if not dirs:
         return None
+    # Phase 4 submits its arms side by side and every job syncs the same venv: a job whose env server
+    # imports its package while another job's sync has removed it would fail. The project dirs on
+    # PYTHONPATH (exported in the script's shell, inherited by `uv run rl` and what it starts) keep
+    # them importable whatever the venv holds at that moment.
+    path = "export PYTHONPATH=" + ":".join(dirs) + "${PYTHONPATH:+:$PYTHONPATH}"
     if cfg.engine == "prime-rl":
-        return " ".join(["uv pip install --no-deps --reinstall --quiet", *dirs])
+        return f"{path}; " + " ".join(["uv pip install --no-deps --reinstall --quiet", *dirs])
     python = shlex.quote(env_python_of(cfg))
-    return " ".join([python, "-m pip install --no-deps --no-build-isolation --force-reinstall --quiet", *dirs])
+    return f"{path}; " + " ".join([python, "-m pip install --no-deps --no-build-isolation --force-reinstall --quiet", *dirs])
 
 
 def place_tag(rd: RunDir, cfg: RunConfig) -> str | None:
