@@ -84,7 +84,8 @@ def test_baseline_refuses_a_config_prime_rl_refuses_before_any_launch(prime_rl_d
     marker = tmp_path / "launched"
     monkeypatch.setenv("SELFIMPROVE_PRIME_RL_CMD", f"{sys.executable} -c \"open('{marker}', 'w')\"")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")
-    run = new_run("selfimprove-arith", *SMALL, "--stack", "v1", "--engine", "prime-rl", "--env-python", sys.executable)
+    run = new_run("selfimprove-arith", *SMALL, "--stack", "v1", "--engine", "prime-rl", "--model", "Qwen/Qwen3-0.6B",
+                  "--env-python", sys.executable)
     hub_env(run, v1=True)
     bad = tmp_path / "rl.toml"
     bad.write_text(CANONICAL_V1.read_text() + TOO_MANY)

@@ -41,12 +41,13 @@ DRY_RUN_TIMEOUT_S = 600
 _BOX = "│┃|"
 _VALIDATION = re.compile(r"(\d+) validation errors? for (\w+)")
 
-# Run in prime-rl's venv: the resolved deployment, by prime-rl's own parser.
+# Run in prime-rl's venv: the resolved deployment, parsed as `rl`'s main() parses its argv (both commits).
 _DEPLOYMENT = """
 import json, sys
-from pydantic_config import cli
 from prime_rl.configs.rl import RLConfig
-cfg = cli(RLConfig, args=sys.argv[1:])
+from prime_rl.utils.config import cli
+sys.argv = ["rl", *sys.argv[1:]]
+cfg = cli(RLConfig)
 d = cfg.deployment
 wb = getattr(getattr(cfg.trainer, "weight_broadcast", None), "type", None)
 print(json.dumps({"type": d.type, "gpus_per_node": d.gpus_per_node, "inference": cfg.inference is not None,
