@@ -85,11 +85,16 @@ def reinstall_command(rd: RunDir, cfg: RunConfig) -> str | None:
     # imports its package while another job's sync has removed it would fail. The project dirs on
     # PYTHONPATH (exported in the script's shell, inherited by `uv run rl` and what it starts) keep
     # them importable whatever the venv holds at that moment.
+    # The reinstall keeps the venv as the tool left it (its provenance check before each arm reads it);
+    # two jobs reinstalling at once may trip over each other, which must not end the job (`set -e`):
+    # PYTHONPATH already makes the packages importable.
     path = "export PYTHONPATH=" + ":".join(dirs) + "${PYTHONPATH:+:$PYTHONPATH}"
     if cfg.engine == "prime-rl":
-        return f"{path}; " + " ".join(["uv pip install --no-deps --reinstall --quiet", *dirs])
-    python = shlex.quote(env_python_of(cfg))
-    return f"{path}; " + " ".join([python, "-m pip install --no-deps --no-build-isolation --force-reinstall --quiet", *dirs])
+        install = " ".join(["uv pip install --no-deps --reinstall --quiet", *dirs])
+    else:
+        python = shlex.quote(env_python_of(cfg))
+        install = " ".join([python, "-m pip install --no-deps --no-build-isolation --force-reinstall --quiet", *dirs])
+    return f"{path}; {install} || echo 'selfimprove: reinstalling the env packages failed; they import from PYTHONPATH'"
 
 
 def place_tag(rd: RunDir, cfg: RunConfig) -> str | None:
