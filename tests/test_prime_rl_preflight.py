@@ -91,8 +91,9 @@ def test_baseline_refuses_a_config_prime_rl_refuses_before_any_launch(prime_rl_d
     bad.write_text(CANONICAL_V1.read_text() + TOO_MANY)
     res = cli("baseline", "--run-dir", run, "--config", bad)
     assert res.exit_code == 1, res.stdout + res.stderr
-    err = res.stderr.strip()
-    assert len(err.splitlines()) == 1, err
+    errors = [ln for ln in res.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1, res.stderr  # one line, after the phase's own start line
+    err = errors[0]
     assert "iter_0: prime-rl refused this config before any launch" in err and "fix it in the canonical config" in err
     assert "Total GPU count (6 = 5 train + 1 infer) exceeds gpus_per_node" in err
     arm = RunDir(run).iter(0)
