@@ -266,6 +266,16 @@ class ArmDir:
     def broadcast(self, step: int) -> Path:
         return self._run_root / "broadcasts" / f"step_{step}"
 
+    def checkpoint_missing(self, step: int) -> list[Path]:
+        """What checkpoint `step` lacks to be whole: the trainer's DCP `.metadata` (torch.distributed.checkpoint
+        writes it last) and the orchestrator's progress.pt (both prime-rl versions: main orchestrator/ckpt.py:40-46,
+        seed 09e297743 orchestrator/ckpt.py:41-43). prime-rl writes the final checkpoint after the last train
+        step (main rl/train.py:727-731), after the final eval has been triggered: an arm is done only when
+        its job ended and this is empty."""
+        orchestrator = self._run_root / "checkpoints" / f"step_{step}" / "orchestrator"  # both: <run dir>/checkpoints
+        need = (self.trainer_ckpt(step) / "trainer" / ".metadata", orchestrator / "progress.pt")
+        return [p for p in need if not p.is_file()]
+
     def rollout_steps(self) -> list[int]:
         """Step numbers that have a rollouts dir, ascending."""
         return sorted_steps(self.rollouts)

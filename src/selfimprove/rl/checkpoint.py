@@ -4,7 +4,7 @@
     <out>/logs/{trainer,orchestrator}.log                "Step N | ..." lines
     <out>/weights/step_N/                                HF save_pretrained (+ tokenizer files)
     <out>/checkpoints/step_N/trainer/{__0_0.distcp, .metadata}
-    <out>/run_default/checkpoints/step_N/orchestrator/{progress.json, state.pt}
+    <out>/run_default/checkpoints/step_N/orchestrator/progress.pt
     <out>/run_default/broadcasts/step_N/{model.safetensors, STABLE}
     <out>/run_default/rollouts/step_N/{train_rollouts.jsonl, eval_rollouts.jsonl}
 
@@ -107,18 +107,13 @@ class Layout:
         """prime-rl main's rules (no HF weights, progress.pt, resume without a broadcast)."""
         return not self.layout.hf_weights
 
-    def orchestrator_file(self, n: int) -> Path:
-        """The file an orchestrator checkpoint is complete with: main's progress.pt (orchestrator/ckpt.py:40-46),
-        the seed's progress.json (written last)."""
-        return self.orchestrator(n) / ("progress.pt" if self.main else "progress.json")
-
     def missing_for_resume(self, n: int, root: Path | None = None) -> list[Path]:
         """What a resume from step n lacks. Main needs the trainer and orchestrator checkpoints only (its
         trainer re-broadcasts v{n} at start-up); the seed also needs the step's STABLE broadcast.
         `root`: another run's `checkpoints/step_n` (main's resume.dir)."""
         trainer = (root / "trainer") if root else self.trainer(n)
         orch = (root / "orchestrator") if root else self.orchestrator(n)
-        need = [trainer / TRAINER_FILE, orch / ("progress.pt" if self.main else "progress.json")]
+        need = [trainer / TRAINER_FILE, orch / "progress.pt"]
         if not self.main:
             need.append(self.broadcast(n) / "STABLE")
         return [p for p in need if not p.is_file()]
@@ -188,15 +183,17 @@ def save_trainer(lay: Layout, n: int, model, opt) -> None:
 def save_orchestrator(lay: Layout, n: int, progress: dict, state: dict) -> None:
     """`progress` = {"cursors": {source name: {"epoch", "pos"}}, "seed"}; `state` = the RNG states.
 
-    Main: one progress.pt, shaped as main's (orchestrator/ckpt.py:40-46): {"progress": {"step"},
-    "train_source": {"rng", "envs": {source name: its state}}}; the seed: state.pt + progress.json."""
+    One progress.pt, as both prime-rl versions name it. Main's shape (orchestrator/ckpt.py:40-46):
+    {"progress": {"step"}, "train_source": {"rng", "envs": {source name: its state}}}. The seed's
+    (09e297743 orchestrator/ckpt.py:41-43) is {"progress": ...}: the cursors and RNG states ride in it
+    (the seed's buffer/ dir, which holds its async rollout buffer, has no counterpart here)."""
     def fill(d: Path) -> None:
         if lay.main:
-            torch.save({"progress": {"step": n, "seed": progress.get("seed")},
-                        "train_source": {"rng": state, "envs": dict(progress["cursors"])}}, d / "progress.pt")
-            return
-        torch.save(state, d / "state.pt")
-        (d / "progress.json").write_text(json.dumps({"step": n, **progress}, indent=1) + "\n")  # last
+            blob = {"progress": {"step": n, "seed": progress.get("seed")},
+                    "train_source": {"rng": state, "envs": dict(progress["cursors"])}}
+        else:
+            blob = {"progress": {"step": n, **progress, "rng": state}}
+        torch.save(blob, d / "progress.pt")
 
     _atomic_dir(lay.orchestrator(n), fill)
 
@@ -250,7 +247,8 @@ def check_output_dir(lay: Layout, resume_step: int | None, max_steps: int, clean
             if not clean:
                 raise ConfigError(
                     f"{CONFIG_ERROR}: output dir {lay.out} already holds checkpoints ({lay.out / 'checkpoints'}); "
-                    f"resume with --ckpt.resume-step N, or pass --clean-output-dir to delete it and start over"
+                    + ("resume with --resume.step N (or --resume), or pass --clean to delete it and start over" if lay.main
+                       else "resume with --ckpt.resume-step N, or pass --clean-output-dir to delete it and start over")
                 )
         if clean and lay.out.exists():
             shutil.rmtree(lay.out)
@@ -311,10 +309,9 @@ def load_trainer(lay: Layout, n: int, model, opt, root: Path | None = None) -> N
 def load_orchestrator(lay: Layout, n: int, root: Path | None = None) -> tuple[dict, dict]:
     """(progress as save_orchestrator took it, RNG state); `root`: another run's checkpoints/step_n."""
     d = (root / "orchestrator") if root else lay.orchestrator(n)
+    blob = torch.load(d / "progress.pt", weights_only=False)
     if lay.main:
-        blob = torch.load(d / "progress.pt", weights_only=False)
         return {"step": blob["progress"]["step"], "seed": blob["progress"].get("seed"),
                 "cursors": blob["train_source"]["envs"]}, blob["train_source"]["rng"]
-    progress = json.loads((d / "progress.json").read_text())
-    state = torch.load(d / "state.pt", weights_only=False)
-    return progress, state
+    progress = dict(blob["progress"])
+    return progress, progress.pop("rng")

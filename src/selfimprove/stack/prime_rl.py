@@ -393,8 +393,11 @@ class Dialect:
                      train_envs: list[dict], eval_env_id: str, eval_env_args: dict, num_examples: int,
                      seq_len: int | None = None, train_max_tokens: int | None = None, eval_max_tokens: int | None = None,
                      lr: float | None = None, wandb: dict | None = None, renderer: str | dict | None = None,
-                     seed: int | None = None, temperature: float | None = None, clean_output_dir: bool = False) -> dict:
+                     seed: int | None = None, temperature: float | None = None, clean_output_dir: bool = False,
+                     base_eval: bool = True) -> dict:
         """rl.toml of an arm trained from the base model (Run B): no resume step, max_steps = new_steps.
+        `base_eval=False` skips the start-up eval of the base model (main's skip_first_step, the seed's
+        eval_base_model = false).
 
         Knobs and defaults as in `resume_config`. `clean_output_dir=True` lets a retried run start
         over in an output dir that already holds checkpoints (prime-rl then deletes that dir).
@@ -404,14 +407,15 @@ class Dialect:
             rollouts_per_example=rollouts_per_example, train_envs=train_envs, eval_env_id=eval_env_id,
             eval_env_args=eval_env_args, num_examples=num_examples, seq_len=seq_len, train_max_tokens=train_max_tokens,
             eval_max_tokens=eval_max_tokens, lr=lr, wandb=wandb, renderer=renderer, seed=seed, temperature=temperature,
-            clean_output_dir=clean_output_dir,
+            clean_output_dir=clean_output_dir, base_eval=base_eval,
         )
 
     def _arm_config(self, *, start_step: int, model: str, new_steps: int, batch_size: int, rollouts_per_example: int,
                     train_envs: list[dict], eval_env_id: str, eval_env_args: dict, num_examples: int,
                     seq_len: int | None, train_max_tokens: int | None, eval_max_tokens: int | None, lr: float | None,
                     wandb: dict | None, renderer: str | dict | None, seed: int | None, temperature: float | None,
-                    clean_output_dir: bool = False, fork_from: Path | None = None, skip_progress: bool = False) -> dict:
+                    clean_output_dir: bool = False, fork_from: Path | None = None, skip_progress: bool = False,
+                    base_eval: bool = True) -> dict:
         _positive(new_steps=new_steps, batch_size=batch_size, rollouts_per_example=rollouts_per_example)
         if not train_envs:
             raise ConfigError(f"{CONFIG_ERROR}: no training env given; [[{self.key('orchestrator.train.env')}]] needs at least one block")
@@ -453,6 +457,8 @@ class Dialect:
         orch["train"] = {"sampling": sampling}
         set_path(cfg, self.key("orchestrator.train.env"), [self.shape_env(b) for b in train_envs])
         orch["eval"] = self._eval_table(max_steps, eval_max_tokens, eval_env_id, eval_env_args, num_examples)
+        if not base_eval:  # main: skip_first_step = true; the seed: eval_base_model = false (the inverted key)
+            orch["eval"][self.key("orchestrator.eval.eval_base_model").rsplit(".", 1)[1]] = self.spells_v08
         if table := self._renderer(renderer, model):
             orch["renderer"] = table
         self.validate_config(cfg)
