@@ -280,6 +280,8 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
         overlay = dialect.deep_merge(overlay, holdout.train_envs_overlay(ctx, dialect.canonical_train_envs(canonical)))
         _note_line(quiet, f"iter_0: the env has no eval split: its first {n_eval} train rows are scored, so they are "
                           f"held out of training ({held['package']}, {held.get('train_rows_left')} train rows left)")
+    if held is None or held["in_sample"]:  # main: the canonical train sources, pinned to plain chat (stack/dialects.py)
+        overlay = dialect.deep_merge(overlay, dialect.train_sources_overlay(canonical))
     overrides = dialect.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
                                            rollouts_per_example=cfg.rollouts_per_example, canonical=canonical)
     merged = dialect.deep_merge(dialect.deep_merge(canonical, overlay), overrides)
@@ -301,10 +303,12 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
         run_preflight(cmd[len(engine_command(cfg)):], on_slurm=job_name is not None, quiet=quiet)
     job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, job_name=job_name)
     note_budget_cuts(arm, quiet)
-    if not arm.trainer_ckpt(steps).exists():
+    # done = the job ended (the watcher waits for it) AND its final checkpoint is whole: every later arm forks it
+    if arm.checkpoint_missing(steps):
         raise JobFailed(
-            f"iter_0: the job finished but saved no checkpoint {arm.trainer_ckpt(steps)}; Phase 3 has nothing to "
-            f"resume from; check [ckpt] interval in {arm.eval_overlay}, move {arm.prime_out} aside and re-run"
+            f"iter_0: the job finished but its final checkpoint is not whole ({arm.checkpoint_missing(steps)[0]} "
+            f"missing); Phase 3 has nothing to resume from; check [ckpt] interval in {arm.eval_overlay}, move "
+            f"{arm.prime_out} aside and re-run"
         )
     with abort_run_on_unparseable_eval(ctx, "iter_0"):
         summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
