@@ -68,12 +68,14 @@ def main(argv: list[str]) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONHOME"))}
     env["PYTHONPATH"] = os.pathsep.join([*package_path(arm.parent), str(REPO / "src")])
     before = set(written.glob("configs")) | set(written.glob("rl.sbatch"))
+    start = time.monotonic()
     r = subprocess.run([rl, *argv, "--dry-run"], capture_output=True, text=True, env=env)
+    seconds = round(time.monotonic() - start, 1)  # what the tier adds to this launch
     records = arm / RECORD_DIR
     n = len(list(records.glob("launch_*"))) + 1
     rec = records / f"launch_{n}"
     rec.mkdir(parents=True)
-    (rec / "argv.json").write_text(json.dumps({"argv": argv, "rc": r.returncode, "cwd": os.getcwd()}, indent=1))
+    (rec / "argv.json").write_text(json.dumps({"argv": argv, "rc": r.returncode, "cwd": os.getcwd(), "seconds": seconds}, indent=1))
     (rec / "rl.log").write_text(r.stdout + r.stderr)
     for what in ("configs", "rl.sbatch"):
         src = written / what
@@ -83,7 +85,8 @@ def main(argv: list[str]) -> int:
         print(f"prime-rl's rl --dry-run refused launch {n} (rc {r.returncode}); its output:", flush=True)
         print((r.stdout + r.stderr)[-4000:], flush=True)
         return 1
-    print(f"prime_rl_dry_run: prime-rl's rl --dry-run accepted launch {n}; training it with selfimprove-rl", flush=True)
+    print(f"prime_rl_dry_run: prime-rl's rl --dry-run accepted launch {n} ({seconds} s); training it with selfimprove-rl",
+          flush=True)
     engine = [sys.executable, "-m", "selfimprove.rl.cli", *argv]
     crash = os.environ.get("SELFIMPROVE_DRY_RUN_CRASH", "")
     if n == 1 and crash.split(":")[0] == arm.name:
