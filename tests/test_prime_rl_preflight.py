@@ -168,6 +168,9 @@ def test_the_shipped_canonical_config_gives_a_real_model_its_own_seq_len(tmp_pat
     assert data["seq_len"] == 256
     refit = shipped_for_another_model(CANONICAL_V1, data, "Qwen/Qwen3-0.6B")
     assert refit is not None and refit[0]["seq_len"] == 2048 and "selfimprove/tiny-arith's" in refit[1]
+    seed = REPO / "configs" / "selfimprove-arith" / "rl.toml"  # the seed's has no [inference]: a GPU arm needs one
+    refit = shipped_for_another_model(seed, read_toml(seed), "Qwen/Qwen3-0.6B")
+    assert refit is not None and refit[0]["inference"] == {} and refit[0]["seq_len"] == 2048
     assert shipped_for_another_model(CANONICAL_V1, data, "selfimprove/tiny-arith") is None
     mine = tmp_path / "rl.toml"
     mine.write_text(CANONICAL_V1.read_text())

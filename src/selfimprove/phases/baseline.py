@@ -234,15 +234,21 @@ def shipped_for_another_model(found: Path, canonical: dict, model: str) -> tuple
     """
     shipped = any(found.resolve().is_relative_to(d.resolve()) for d in project_configs_dirs())
     their_model = get_path(canonical, "model.name")
-    if not shipped or their_model in (None, model) or get_path(canonical, "seq_len") is None:
+    if not shipped or their_model in (None, model):
         return None
     context, _ = model_context(model)
     seq_len = min(SEED_SEQ_LEN, context) if context else SEED_SEQ_LEN
-    if seq_len == canonical["seq_len"]:
-        return None
-    data = {**canonical, "seq_len": seq_len}
-    return data, (f"seq_len {canonical['seq_len']} is {their_model}'s; {model} trains with seq_len {seq_len} "
-                  f"({'its context' if context and context < SEED_SEQ_LEN else 'the seed default'})")
+    data, why = dict(canonical), []
+    if canonical.get("seq_len") not in (None, seq_len):
+        data["seq_len"] = seq_len
+        why.append(f"seq_len {canonical['seq_len']} is {their_model}'s; {model} trains with seq_len {seq_len} "
+                   f"({'its context' if context and context < SEED_SEQ_LEN else 'the seed default'})")
+    if "inference" not in canonical:
+        # prime-rl starts its vLLM server only when [inference] is present, and every later arm's rl.toml has
+        # one: without it iter_0 alone would need a server of its own (the CPU engine needs none)
+        data["inference"] = {}
+        why.append("[inference] added (prime-rl starts its inference server only with it)")
+    return (data, "; ".join(why)) if why else None
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
