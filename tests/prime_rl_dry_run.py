@@ -16,7 +16,7 @@ For each launch the tool makes (same argv, same cwd) it runs, in prime-rl's own 
    why). Otherwise `selfimprove-rl ARGV` trains it (with [slurm], submits it), as the tool's CPU engine.
 
 SELFIMPROVE_DRY_RUN_CRASH=<arm>:<step> crashes that arm's first launch (SIGKILL of the engine's process
-group once `checkpoints/step_<step+1>` appears, so step <step> is complete), for a `--resume` relaunch.
+group once checkpoint <step> is whole), for a `--resume` relaunch.
 
 `replay(rl, argvs)` runs prime-rl's dry run over many argvs in ONE process of prime-rl's venv (its imports
 cost ~6 s of CPU per process): for argvs a run already launched, e.g. with its --slurm overlay swapped.
@@ -96,16 +96,21 @@ def main(argv: list[str]) -> int:
 
 
 def crash_after(engine: list[str], out: Path, step: int) -> int:
-    """Run the engine, SIGKILL its process group once checkpoint step+1 is being written; its rc (or 137)."""
+    """Run the engine, SIGKILL its process group as soon as checkpoint `step` is whole (the trainer's DCP
+    `.metadata` and the orchestrator's progress file written); its rc, or 137.
+
+    As soon as, not later: main's final eval fires after batch max_steps-1 ships, well before the last
+    step, and an arm whose final eval is complete is finished, not crashed."""
     proc = subprocess.Popen(engine, start_new_session=True)
     while proc.poll() is None:
-        if any(out.glob(f"**/checkpoints/step_{step + 1}")):
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-            print(f"prime_rl_dry_run: crashed the engine at checkpoint step {step + 1} (SELFIMPROVE_DRY_RUN_CRASH)",
-                  flush=True)
-            return 137
-        time.sleep(0.05)
+        for ckpt in out.glob(f"**/checkpoints/step_{step}"):
+            if (ckpt / "trainer" / ".metadata").is_file() and any((ckpt / "orchestrator").glob("progress.*")):
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                print(f"prime_rl_dry_run: crashed the engine once checkpoint step {step} was whole "
+                      "(SELFIMPROVE_DRY_RUN_CRASH)", flush=True)
+                return 137
+        time.sleep(0.02)
     return proc.returncode
 
 

@@ -30,7 +30,7 @@ pytestmark = pytest.mark.slow
 def v1_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The whole small v1 run. Where prime-rl's archives are here (tests/prime_rl_venvs.py), every launch first
     goes through prime-rl main's real `rl ARGV --dry-run` (tests/prime_rl_dry_run.py), and iter_0's first launch
-    is crashed after checkpoint step 2, so `baseline --resume` relaunches it (through the dry run too) before
+    is crashed once checkpoint step 1 is whole, so `baseline --resume` relaunches it (through the dry run too) before
     `run --run-dir` goes on to finalize."""
     import os
 
@@ -41,7 +41,7 @@ def v1_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if missing_reason() is None:
         env.update(SELFIMPROVE_RL_CMD=f"{sys.executable} {REPO / 'tests' / 'prime_rl_dry_run.py'}",
                    SELFIMPROVE_DRY_RUN_RL=str(ensure("v1") / ".venv" / "bin" / "rl"),
-                   SELFIMPROVE_DRY_RUN_CRASH="iter_0:2")
+                   SELFIMPROVE_DRY_RUN_CRASH="iter_0:1")
     selfimprove = [sys.executable, "-m", "selfimprove"]
     proc = subprocess.run([*selfimprove, "run", "selfimprove-arith", "--stack", "v1", *SMALL,
                            "--runs-dir", str(runs), "--teacher", TEACHER, "--json"],
