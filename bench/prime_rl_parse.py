@@ -72,7 +72,8 @@ def main() -> int:
     print(f"run {args.run_dir.name}: stack {run.get('stack')}, slurm overlay {overlay}, interpreter {args.python}")
     failed = total = 0
     for job in sorted(args.run_dir.glob("*/job.json")):
-        argv = json.loads(job.read_text())["cmd"][1:]  # after the engine's name, as `rl` sees it
+        cmd = json.loads(job.read_text())["cmd"]
+        argv = cmd[cmd.index("@"):]  # after the engine's command (one token or several), as `rl` sees it
         variants = [("as run", argv)]
         for other in args.also:
             if not overlay or overlay not in argv:
