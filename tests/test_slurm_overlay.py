@@ -139,28 +139,19 @@ def test_every_slurm_launch_puts_the_runs_env_packages_back_after_the_sync(new_r
     assert f"; uv pip install --no-deps --reinstall --quiet {pkg.resolve()} ||" in gpu
 
 
-def test_the_sync_stand_in_removes_only_this_runs_packages(tmp_path, monkeypatch):
-    """selfimprove.rl.exact_sync: the installed distributions whose provenance names a run dir holding the
-    job's output dir, and no other run's."""
-    from importlib import metadata
-
+def test_the_sync_stand_in_removes_only_this_runs_packages(tmp_path):
+    """selfimprove.rl.exact_sync: the installed env packages whose provenance names a run dir holding the
+    job's output dir, and no other run's (nor a package without provenance)."""
     from selfimprove.rl import exact_sync
 
-    class Dist:
-        def __init__(self, name, run_dir):
-            self.metadata = {"Name": name}
-            prov = tmp_path / name / "provenance.json"
-            prov.parent.mkdir()
-            prov.write_text(json.dumps({"run_dir": str(run_dir)}))
-            self.files = [Path(name) / "provenance.json"]
-
-        def locate_file(self, f):
-            return tmp_path / f
-
+    site = tmp_path / "site-packages"
     run = tmp_path / "runs" / "r1"
-    dists = [Dist("mine_iter_1", run), Dist("other_iter_1", tmp_path / "runs" / "r2")]
-    monkeypatch.setattr(metadata, "distributions", lambda: dists)
-    assert exact_sync.run_packages(run / "iter_1" / "prime_out") == ["mine_iter_1"]
+    for name, run_dir in (("mine_iter_1", run), ("other_iter_1", tmp_path / "runs" / "r2"), ("numpy", None)):
+        (site / name).mkdir(parents=True)
+        if run_dir:
+            (site / name / "provenance.json").write_text(json.dumps({"run_dir": str(run_dir)}))
+    assert exact_sync.run_packages(run / "iter_1" / "prime_out", [site]) == ["mine_iter_1"]
+    assert exact_sync.site_dirs()  # this interpreter's, what the job's sync step reads
 
 
 def test_a_missing_template_path_is_named(tmp_path):

@@ -19,28 +19,33 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from importlib import metadata
+import sysconfig
 from pathlib import Path
 
 PROVENANCE_FILE = "provenance.json"  # stack/env_package.py writes it into every package it builds
 
 
-def run_packages(output_dir: Path) -> list[str]:
-    """Names of the installed distributions whose provenance names a run dir holding `output_dir`."""
+def site_dirs() -> list[Path]:
+    """This interpreter's site-packages (purelib and platlib)."""
+    return sorted({Path(sysconfig.get_path(k)) for k in ("purelib", "platlib")})
+
+
+def run_packages(output_dir: Path, sites: list[Path] | None = None) -> list[str]:
+    """Names of the installed env packages whose provenance names a run dir holding `output_dir`.
+
+    A generated package's module dir, distribution and project share one name (stack/env_package.py
+    package_name), so the module dirs that hold a provenance.json are read directly: no scan of every
+    distribution's RECORD, which costs seconds on a loaded node inside the job's time limit."""
     out = output_dir.resolve()
     names = []
-    for dist in metadata.distributions():
-        for f in dist.files or []:
-            if f.name != PROVENANCE_FILE:
-                continue
+    for site in sites if sites is not None else site_dirs():
+        for prov_file in site.glob(f"*/{PROVENANCE_FILE}"):
             try:
-                prov = json.loads(Path(dist.locate_file(f)).read_text(encoding="utf-8"))
-            except (OSError, ValueError):
+                run_dir = json.loads(prov_file.read_text(encoding="utf-8")).get("run_dir")
+            except (OSError, ValueError, AttributeError):
                 continue
-            run_dir = prov.get("run_dir")
             if run_dir and out.is_relative_to(Path(run_dir).resolve()):
-                names.append(dist.metadata["Name"])
-                break
+                names.append(prov_file.parent.name)
     return sorted(set(names))
 
 
