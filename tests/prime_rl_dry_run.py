@@ -9,9 +9,9 @@ For each launch the tool makes (same argv, same cwd) it runs, in prime-rl's own 
    [slurm] table renders `rl.sbatch` there instead of submitting. prime-rl >= 0.8 imports every taskset id
    while validating, so the run's env packages (`<run dir>/<arm>/<package>/`) and this checkout's src/
    (the hub env) are put on its PYTHONPATH, as an install into prime-rl's venv would make them importable.
-2. What prime-rl wrote is moved to `<arm>/prime_rl_dry_run/launch_<n>/` (the CPU engine writes its own
-   rl.sbatch at the same path), with `argv.json` and `rl.log` beside it, so the tests read exactly what
-   prime-rl resolved for each launch.
+2. What prime-rl wrote is copied to `<arm>/prime_rl_dry_run/launch_<n>/` (the CPU engine writes its own
+   rl.sbatch and configs/ at the same paths), with `argv.json` and `rl.log` beside it, so the tests read
+   exactly what prime-rl resolved for each launch; what was not there before the dry run is then removed.
 3. A refusal ends the launch with prime-rl's message and rc 1 (the arm crashes: the run fails, the test sees
    why). Otherwise `selfimprove-rl ARGV` trains it (with [slurm], submits it), as the tool's CPU engine.
 
@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("VIRTUAL_ENV", "PYTHONHOME"))}
     env["PYTHONPATH"] = os.pathsep.join([*package_path(arm.parent), str(REPO / "src")])
     before = set(written.glob("configs")) | set(written.glob("rl.sbatch"))
-    start = time.monotonic()
+    start, started = time.monotonic(), time.time() - 1  # mtimes may round down
     r = subprocess.run([rl, *argv, "--dry-run"], capture_output=True, text=True, env=env)
     seconds = round(time.monotonic() - start, 1)  # what the tier adds to this launch
     records = arm / RECORD_DIR
@@ -79,8 +79,16 @@ def main(argv: list[str]) -> int:
     (rec / "rl.log").write_text(r.stdout + r.stderr)
     for what in ("configs", "rl.sbatch"):
         src = written / what
+        # keep what this dry run wrote (a relaunch finds the CPU engine's own configs/ already there), then
+        # take away what was not there before, so the engine starts on the tree it would have met
+        fresh = [p for p in ([src] if src.is_file() else sorted(src.rglob("*")) if src.is_dir() else [])
+                 if p.is_file() and p.stat().st_mtime >= started]
+        for f in fresh:
+            dest = rec / what / f.relative_to(src) if src.is_dir() else rec / what
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(f, dest)
         if src.exists() and src not in before:
-            shutil.move(str(src), str(rec / what))
+            shutil.rmtree(src) if src.is_dir() else src.unlink()
     if r.returncode != 0:
         print(f"prime-rl's rl --dry-run refused launch {n} (rc {r.returncode}); its output:", flush=True)
         print((r.stdout + r.stderr)[-4000:], flush=True)
