@@ -183,6 +183,51 @@ def test_every_written_source_resolves_with_verifiers_own_loader(v1_run: Path, v
     print(f"verifiers {reply['version']}: {len(uses)} sources, ids {reply['resolved']}")
 
 
+def test_arms_keep_main_s_layout_and_fork_iter0_with_its_own_resume(v1_run: Path) -> None:
+    """prime-rl main's runtime contract on the whole loop: no weights/ anywhere, the base eval at step_1 (Run B
+    skips its unused one), forks name iter_0's checkpoint in [resume] dir with skip_progress exactly when the
+    sources differ, every source is plain chat in a subprocess, broadcasts are filesystem, every arm ended with a
+    whole final checkpoint, and each record says which policy its final eval scored (main evaluates max_steps
+    right after batch max_steps-1 ships: v{max_steps-2} on the CPU engine)."""
+    from selfimprove.rundir import RunDir
+    from selfimprove.stack import toml_paths
+
+    rd = RunDir(v1_run)
+    assert not list(v1_run.glob("*/prime_out/weights"))
+    iter0 = rd.iter(0)
+    assert iter0.eval_file(1).is_file() and not iter0.rollout_step(0).exists()
+    ck = str(iter0.trainer_ckpt(4))
+    for arm, skips in (("iter_1", True), ("run_a", True), ("run_c", False)):
+        cfg = toml_paths.read_toml(rd.arm(arm).rl_toml)
+        assert cfg["resume"] == {"dir": ck} and cfg["weight_broadcast"] == {"type": "filesystem"}, arm
+        assert toml_paths.get_path(cfg, "orchestrator.ckpt.skip_progress", False) is skips, arm
+        assert not (rd.arm(arm).dir / "stage.json").exists()
+    run_b = toml_paths.read_toml(rd.arm("run_b").rl_toml)
+    assert run_b["orchestrator"]["eval"]["skip_first_step"] is True and not rd.arm("run_b").eval_file(1).exists()
+    for path in [*v1_run.glob("*/rl.toml"), iter0.eval_overlay]:
+        cfg = toml_paths.read_toml(path)
+        for src in [*toml_paths.get_path(cfg, "orchestrator.train.source", []), *cfg["orchestrator"]["eval"]["source"]]:
+            assert src["env"]["agent"] == {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}}, path
+    records = {r["arm"]: r for r in json.loads((v1_run / "metrics.json").read_text())["iters"]}
+    for arm in ARMS:
+        final = records[arm]["final_step"]
+        assert rd.arm(arm).checkpoint_missing(final) == [], arm
+        assert records[arm]["eval_policy_step"] == final - 2, arm
+    assert "the final eval is not the final checkpoint's" in (v1_run / "scratchpad.md").read_text()
+
+
+def test_the_recommended_model_loads_with_transformers(v1_run: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    table = json.loads((v1_run / "metrics.json").read_text())["iters"]
+    for rec in table:
+        path = v1_run / rec["checkpoint"]
+        assert path.parent.name == "model" and (path / "config.json").is_file(), rec
+    path = v1_run / table[-1]["checkpoint"]
+    AutoModelForCausalLM.from_pretrained(path)
+    AutoTokenizer.from_pretrained(path)
+
+
 # ---------------------------------------------------------------- prime-rl main's own verdict (the dry-run tier)
 # Every launch of v1_run went through prime-rl 559b44772's real `rl ARGV --dry-run` (tests/prime_rl_dry_run.py)
 # before the CPU engine trained it; these read what prime-rl resolved and wrote for each. Marked "r40-layout":
@@ -338,4 +383,3 @@ def test_every_launch_with_the_slurm_overlay_renders_an_sbatch_that_reinstalls_t
         for taskset_id in ids:  # each generated package the arm trains on is put back after the sync
             dirs = [d for d in packages if (Path(d) / taskset_id).is_dir()]
             assert dirs and all(script[pre].count(d) == 2 for d in dirs), (arm, taskset_id)  # on PYTHONPATH, reinstalled
-

@@ -206,9 +206,11 @@ def prune(lay: Layout, keep_last: int | None, keep_interval: int | None, protect
     keep = set(steps[-keep_last:]) | protect
     if keep_interval:
         keep |= {s for s in steps if s % keep_interval == 0}
+    # main's checkpoint cleaning removes checkpoint dirs only; its broadcasts have their own rule (prune_broadcasts)
+    extra = [] if lay.main else [lay.weights, lay.broadcast]
     for s in steps:
         if s not in keep:
-            for p in (lay.out / "checkpoints" / f"step_{s}", lay.orchestrator(s).parent, lay.weights(s), lay.broadcast(s)):
+            for p in (lay.out / "checkpoints" / f"step_{s}", lay.orchestrator(s).parent, *(f(s) for f in extra)):
                 shutil.rmtree(p, ignore_errors=True)
 
 
