@@ -161,7 +161,7 @@ def test_a_trainer_crash_is_read_from_mains_latest_attempt_log(tmp_path):
 def test_the_shipped_canonical_config_gives_a_real_model_its_own_seq_len(tmp_path):
     """configs/<dataset>/rl.toml is the tiny student's (seq_len 256): another model gets the seed's 2048,
     capped by its own context when its config.json is here; the tiny student keeps 256; a user's file is kept."""
-    from selfimprove.phases.baseline import shipped_for_another_model
+    from selfimprove.phases.canonical_fit import shipped_for_another_model
     from selfimprove.stack.toml_paths import read_toml
 
     data = read_toml(CANONICAL_V1)
