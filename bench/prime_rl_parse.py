@@ -3,8 +3,10 @@
     python bench/prime_rl_parse.py --python ~/prl-configs/bin/python RUN_DIR [--also multinode.toml [--also ...]]
 
 `--python` is an interpreter where prime-rl's `packages/prime-rl-configs` is installed at the commit of
-the run's dialect (09e297743 for `seed`, 559b44772 for `v1`; Python 3.12 with that commit's pins). CI
-cannot fetch prime-rl, so this is a by-hand check; docs/results.md records its figures.
+the run's dialect (09e297743 for `seed`, 559b44772 for `v1`; Python 3.12 with that commit's pins), e.g.
+the venv tests/prime_rl_venvs.py builds (`<checkout>/.venv/bin/python`). The suite's dry-run tier goes
+further (prime-rl's whole `rl --dry-run` on every launch of a run: docs/how-to/gpu-prime-rl.md); this
+checks any run dir by hand; docs/results.md records its figures.
 
 For each `<arm>/job.json` it runs, in that interpreter, what `rl`'s main() runs on the argv after the
 engine name: `pydantic_config.cli(RLConfig, args=argv)`. The run's generated environment packages
@@ -70,7 +72,8 @@ def main() -> int:
     print(f"run {args.run_dir.name}: stack {run.get('stack')}, slurm overlay {overlay}, interpreter {args.python}")
     failed = total = 0
     for job in sorted(args.run_dir.glob("*/job.json")):
-        argv = json.loads(job.read_text())["cmd"][1:]  # after the engine's name, as `rl` sees it
+        cmd = json.loads(job.read_text())["cmd"]
+        argv = cmd[cmd.index("@"):]  # after the engine's command (one token or several), as `rl` sees it
         variants = [("as run", argv)]
         for other in args.also:
             if not overlay or overlay not in argv:

@@ -169,7 +169,7 @@ def test_2b_stack_v1_writes_main_keys_and_reads_main_layout(new_run, cli, fake_e
     overlay = toml_paths.read_toml(arm.eval_overlay)  # eval on the real taskset's eval rows, by its module id
     assert overlay["orchestrator"]["eval"]["source"][0]["env"]["taskset"] == {"id": "selfimprove_arith_v1", "split": "eval"}
     assert not (arm.prime_out / "run_default").exists()
-    assert arm.eval_file(4).is_file() and (arm.orchestrator_ckpt(4) / "progress.json").is_file()
+    assert arm.eval_file(4).is_file() and (arm.orchestrator_ckpt(4) / "progress.pt").is_file()
     s = rd.read_eval_summary(arm)
     assert (s.n_eval, s.final_step) == (20, 4) and rd.root / s.eval_file == arm.eval_file(4)  # stored relative to the run dir
 

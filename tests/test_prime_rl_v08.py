@@ -43,12 +43,38 @@ def test_v08_arm_configs_use_only_main_keys():
         V1.validate_config(cfg)
         orch = cfg["orchestrator"]
         assert orch["group_size"] == 4 and "rollouts_per_example" not in orch and orch["renderer"] == {"name": "default"}
-        assert orch["train"]["source"][0] == {"env": {"taskset": {"id": "arith_iter_1"}}}
-        assert orch["train"]["source"][1] == {"env": {"taskset": {"id": HUB, **ARGS}}, "ratio": 2.0}
-        assert orch["eval"]["source"] == [{"env": {"taskset": {"id": HUB, "split": "eval"}}, "num_examples": 20, "group_size": 1}]
+        chat = {"agent": {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}}}  # every source: plain chat
+        assert orch["train"]["source"][0] == {"env": {"taskset": {"id": "arith_iter_1"}, **chat}}
+        assert orch["train"]["source"][1] == {"env": {"taskset": {"id": HUB, **ARGS}, **chat}, "ratio": 2.0}
+        assert orch["eval"]["source"] == [{"env": {"taskset": {"id": HUB, "split": "eval"}, **chat}, "num_examples": 20,
+                                           "group_size": 1}]
         assert cfg["monitors"] == {"wandb": {"project": "p", "name": "n"}} and "wandb" not in cfg
+        assert cfg["weight_broadcast"] == {"type": "filesystem"}  # broadcasts/step_N files, the final one too
     assert resumed["resume"] == {"step": 4} and resumed["max_steps"] == 8 and resumed["inference"] == {"vllm": {"seed": 7}}
     assert fresh["clean"] is True and "resume" not in fresh and fresh["max_steps"] == 4
+
+
+def test_v08_fork_uses_resume_dir_and_skips_progress(tmp_path: Path):
+    """An arm forked from iter_0 names iter_0's checkpoint step dir in [resume] dir (no resume.step), skips the
+    train-source progress when asked, resumes from that step, and a crash relaunch resumes from its own dir."""
+    ck = tmp_path / "iter_0/prime_out/checkpoints/step_4"
+    kw = dict(model=TINY, new_steps=4, batch_size=16, rollouts_per_example=4, train_envs=[{"id": "arith_iter_1"}],
+              eval_env_id=HUB, eval_env_args={"split": "eval"}, num_examples=20)
+    forked = V1.resume_config(resume_step=4, fork_from=ck, skip_progress=True, **kw)
+    V1.validate_config(forked)
+    assert forked["resume"] == {"dir": str(ck)} and forked["orchestrator"]["ckpt"] == {"skip_progress": True}
+    assert V1.resume_step_of(forked) == 4 and forked["max_steps"] == 8
+    own = tmp_path / "iter_1/prime_out/checkpoints/step_6"
+    assert V1.resume_flags(forked, 6, own) == ["--resume.dir", str(own), "--no-orchestrator.ckpt.skip-progress"]
+    same = V1.resume_config(resume_step=4, fork_from=ck, **kw)
+    assert "ckpt" not in same["orchestrator"]
+    seed = SEED.resume_config(resume_step=4, fork_from=ck, skip_progress=True, **kw)  # the seed stages trees instead
+    assert seed["ckpt"]["resume_step"] == 4 and "resume" not in seed and "weight_broadcast" not in seed
+    assert SEED.resume_flags(seed, 6, own) == ["--ckpt.resume-step", "6"]
+    plain, _ = _arm(V1)
+    assert V1.resume_flags(plain, 6, own) == ["--resume.step", "6"]
+    with pytest.raises(ConfigError, match="not the checkpoint of step 3"):
+        V1.resume_config(resume_step=3, fork_from=ck, **kw)
 
 
 def test_v08_argv_round_trips_with_run_name(tmp_path: Path):

@@ -73,7 +73,7 @@ def test_short_run_writes_the_whole_layout(tmp_path, student):
             assert (out / "weights" / f"step_{n}" / f).is_file(), (n, f)
         assert (out / "checkpoints" / f"step_{n}" / "trainer" / "__0_0.distcp").is_file()
         assert (out / "checkpoints" / f"step_{n}" / "trainer" / ".metadata").is_file()
-        assert (out / "run_default" / "checkpoints" / f"step_{n}" / "orchestrator" / "progress.json").is_file()
+        assert (out / "run_default" / "checkpoints" / f"step_{n}" / "orchestrator" / "progress.pt").is_file()
         assert (out / "run_default" / "broadcasts" / f"step_{n}" / "STABLE").is_file()
         assert (out / "run_default" / "broadcasts" / f"step_{n}" / "model.safetensors").is_file()
     for n in (1, 2, 3):

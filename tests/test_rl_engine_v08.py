@@ -189,3 +189,33 @@ def test_engine_run_writes_all_and_effective_episode_files(tmp_path: Path):
     assert len(ids) == 32 and trained and all(r["id"] in ids for r in trained)  # a subset of all, same episode ids
     scores, dropped, _ = read_sealed(ArmDir(tmp_path, "arm", MAIN_LAYOUT).eval_file(1))
     assert len(scores) == 8 and dropped == 0
+    # main's layout and timing: no weights/, the start-up broadcast of v0 and every step's, progress.pt; the
+    # base eval is step 1 (v0) and the eval of step 2 fired right after batch 1 shipped, on v0 as well
+    assert not (out / "weights").exists() and (out / "checkpoints/step_1/orchestrator/progress.pt").is_file()
+    assert all((out / f"broadcasts/step_{n}/STABLE").is_file() for n in (0, 1))
+    second = [json.loads(x) for x in (out / "rollouts/step_2/eval/all/traces.jsonl").read_text().splitlines()]
+    assert {r["run"]["work"]["policy"]["start"] for r in second + lines["eval", "all"]} == {0}
+    metrics = [json.loads(x) for x in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["step"] for m in metrics if "eval/selfimprove_arith_v1/policy_version" in m] == [1, 2]
+
+
+def test_engine_refuses_what_main_refuses(tmp_path: Path):
+    """v1: the seed's --ckpt.resume-step gets main's "Extra inputs are not permitted"; a source whose agent is
+    not pinned to plain chat in a subprocess (main would run verifiers' bash harness in a Prime VM) is refused."""
+    import pytest
+
+    from selfimprove.errors import ConfigError
+    from selfimprove.rl.config import main_extras
+
+    cfg = V1.fresh_config(**{k: v for k, v in ARM.items()})
+    toml = tmp_path / "rl.toml"
+    V1.write_toml(toml, cfg)
+    argv = V1.rl_command_args([toml], {}, tmp_path / "arm" / "prime_out")
+    with pytest.raises(ConfigError, match=r"'ckpt.resume_step' .*here it is resume.step \(Extra inputs are not permitted\)"):
+        V1.parse_rl_argv([*argv, "--ckpt.resume-step", "2"])
+    raw, _ = V1.parse_rl_argv([*argv, "--resume.dir", str(tmp_path / "iter_0/prime_out/checkpoints/step_2"),
+                               "--orchestrator.ckpt.skip-progress"])
+    assert main_extras(raw) == {"resume_dir": tmp_path / "iter_0/prime_out/checkpoints/step_2", "skip_progress": True}
+    del raw["orchestrator"]["train"]["source"][0]["env"]["agent"]["harness"]
+    with pytest.raises(ConfigError, match=r"train.source\]\] #1 .*harness.id = None.*Prime sandbox VM"):
+        main_extras(raw)

@@ -48,7 +48,9 @@ from selfimprove.rundir import ArmDir
 
 root, name, overlay, flag, max_steps, *extra = sys.argv[1:]
 arm = ArmDir(Path(root), "iter_0")
-cmd = [{engine!r}, "@", {canonical!r}, "@", overlay, "--max-steps", max_steps, *extra, "--slurm.job-name", name,
+import os, shlex
+engine = shlex.split(os.environ.get("SELFIMPROVE_RL_CMD", "")) or [{engine!r}]  # the dry-run tier's wrapper, or the engine
+cmd = [*engine, "@", {canonical!r}, "@", overlay, "--max-steps", max_steps, *extra, "--slurm.job-name", name,
        "--output-dir", str(arm.prime_out)]
 try:
     run_training(arm, cmd, JobExpectation(max_steps=int(max_steps), num_examples=10), restart=flag == "restart",
@@ -67,9 +69,9 @@ class Driver:
     """The driver in the background, its output collected as it comes."""
 
     def __init__(self, root: Path, name: str, overlay: Path, *, fault: str | None = None, flag: str = "",
-                 max_steps: int = 2, extra: tuple[str, ...] = ()):
+                 max_steps: int = 2, extra: tuple[str, ...] = (), env: dict | None = None):
         # the state tests watch transitions (held, released, cancelled): ask the scheduler every 2 s, not 15
-        env = _env(SELFIMPROVE_SLURM_QUERY_S="2", **({"SELFIMPROVE_FAULT_AT": fault} if fault else {}))
+        env = _env(SELFIMPROVE_SLURM_QUERY_S="2", **({"SELFIMPROVE_FAULT_AT": fault} if fault else {}), **(env or {}))
         argv = [sys.executable, "-c", DRIVER, str(root), name, str(overlay), flag or "-", str(max_steps), *extra]
         self.proc = subprocess.Popen(argv,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
@@ -118,6 +120,17 @@ def overlay_file(tmp_path: Path, partition: str, **more: str) -> Path:
     extra = "".join(f'{k} = "{v}"\n' for k, v in more.items())
     path.write_text(f'[slurm]\npartition = "{partition}"\n{extra}')
     return path
+
+
+def dry_run_tier(dialect: str) -> dict:
+    """The env that puts every launch through prime-rl's real `rl --dry-run` first (tests/prime_rl_dry_run.py),
+    where prime-rl's archives are here; {} elsewhere (the tier's own tests then skip with one line)."""
+    from prime_rl_venvs import ensure, missing_reason
+
+    if missing_reason() is not None:
+        return {}
+    return {"SELFIMPROVE_RL_CMD": f"{sys.executable} {REPO / 'tests' / 'prime_rl_dry_run.py'}",
+            "SELFIMPROVE_DRY_RUN_RL": str(ensure(dialect) / ".venv" / "bin" / "rl")}
 
 
 def live_ids(cluster, name: str) -> list[str]:
@@ -312,7 +325,8 @@ def slurm_run(slurm_cluster, tmp_path_factory) -> tuple[Path, str]:
     overlay = overlay_file(root, slurm_cluster.partition, time="00:30:00")
     proc = subprocess.run([SELFIMPROVE, "run", "selfimprove-arith", *SMALL,
                            "--runs-dir", str(root / "runs"), "--teacher", TEACHER, "--slurm", str(overlay), "--json"],
-                          capture_output=True, text=True, env=_env(OMP_WAIT_POLICY="PASSIVE"), timeout=1800)
+                          capture_output=True, text=True, env=_env(OMP_WAIT_POLICY="PASSIVE", **dry_run_tier("seed")),
+                          timeout=1800)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return Path(json.loads(proc.stdout)["run_dir"]), proc.stderr
 
@@ -349,6 +363,66 @@ def test_phase4_arms_were_submitted_side_by_side(slurm_cluster, slurm_run):
         f = dict(kv.split("=", 1) for kv in slurm_cluster.run("scontrol", "-o", "show", "job", job_id).split() if "=" in kv)
         times[arm] = (f["SubmitTime"], f["EndTime"])
     assert max(sub for sub, _end in times.values()) < min(end for _sub, end in times.values()), times
+
+
+@pytest.mark.slow
+def test_every_launch_passed_prime_rl_seeds_dry_run_and_its_sbatch_puts_the_env_packages_back(slurm_cluster, slurm_run):
+    """Each `--slurm` launch of the whole run went through prime-rl 09e297743's real `rl --dry-run` first
+    (tests/prime_rl_dry_run.py). What prime-rl wrote: its resolved rl.toml (output dir <arm>/prime_out, one eval
+    at max_steps, filesystem weight broadcast) and rl.sbatch: job name, job log path, and after its `uv sync
+    --all-extras`, which removes the pip-installed env packages, the pre-run command the tool adds reinstalls
+    every generated package the arm trains on, before `uv run rl`."""
+    from prime_rl_dry_run import launches
+    from prime_rl_venvs import missing_reason
+
+    from selfimprove.stack.toml_paths import read_toml
+
+    if missing_reason():
+        pytest.skip(missing_reason())
+    run_dir, _printed = slurm_run
+    run_id = json.loads((run_dir / "run.json").read_text())["run_id"]
+    got = launches(run_dir)
+    assert sorted(a for a, _, _ in got) == sorted(p.parent.name for p in run_dir.glob("*/job.json"))
+    for arm, rec, meta in got:
+        assert meta["rc"] == 0, (arm, (rec / "rl.log").read_text()[-3000:])
+        cfg = read_toml(rec / "configs" / "rl.toml")
+        out = run_dir / arm / "prime_out"
+        assert Path(cfg["output_dir"]) == out and cfg["orchestrator"]["eval"]["interval"] == cfg["max_steps"], arm
+        assert cfg["trainer"]["weight_broadcast"]["type"] == "filesystem", arm
+        script = (rec / "rl.sbatch").read_text().splitlines()
+        assert f"#SBATCH --job-name=si-{run_id}-{arm}" in script and f"#SBATCH --output={out}/job_%j.log" in script
+        sync, run = script.index("uv sync --all-extras"), next(i for i, ln in enumerate(script) if ln.startswith("uv run rl @"))
+        generated = {e["id"] for e in cfg["orchestrator"]["train"]["env"]} - {"selfimprove-arith"}
+        pre = [i for i, ln in enumerate(script) if "pip install --no-deps" in ln]
+        assert (pre or not generated) and all(sync < i < run for i in pre), (arm, script[sync:run + 1])
+        for env_id in generated:  # on PYTHONPATH and reinstalled
+            dirs = [str(p.parent) for p in run_dir.glob("*/*/pyproject.toml") if (p.parent / env_id).is_dir()]
+            assert dirs and all(script[pre[0]].count(d) == 2 for d in dirs), (arm, env_id)
+
+
+@pytest.mark.slow
+def test_the_same_launches_without_the_overlay_pass_prime_rl_seeds_dry_run(slurm_cluster, slurm_run, tmp_path):
+    """The run's launches on one machine (the --slurm overlay and its flags taken out), through prime-rl
+    09e297743's dry run in one process: accepted, with the trainer and orchestrator sub-configs resolved."""
+    from prime_rl_dry_run import launches, replay, without_overlay
+    from prime_rl_venvs import ensure, missing_reason
+
+    from selfimprove.engines.preflight import with_output_dir
+    from selfimprove.stack.toml_paths import read_toml
+
+    if missing_reason():
+        pytest.skip(missing_reason())
+    run_dir, _printed = slurm_run
+    overlay = json.loads((run_dir / "run.json").read_text())["slurm"]
+    got = launches(run_dir)
+    argvs = [with_output_dir(without_overlay(m["argv"], overlay), tmp_path / arm) for arm, _rec, m in got]
+    assert all(overlay not in a and not any(t.startswith("--slurm") for t in a) for a in argvs)
+    packages = sorted(str(p.parent) for p in run_dir.glob("*/*/pyproject.toml"))
+    results = replay(str(ensure("seed") / ".venv" / "bin" / "rl"), argvs, packages, tmp_path)
+    for (arm, _rec, _m), res in zip(got, results):
+        assert res["ok"], (arm, res.get("error"))
+        orch = read_toml(tmp_path / arm / "configs" / "orchestrator.toml")
+        assert orch["eval"]["interval"] == orch["max_steps"] and (tmp_path / arm / "configs" / "trainer.toml").is_file()
 
 
 def test_phase4_with_three_seeds_submits_its_nine_arms_at_once(slurm_cluster, run, tmp_path):
@@ -397,18 +471,29 @@ def test_a_job_past_its_time_limit_ends_timeout_and_resumes_from_its_last_checkp
     name = "si-test-timeout"
     overlay = overlay_file(tmp_path, slurm_cluster.partition, time="00:01:00")
     extra = ("--ckpt.interval", "1", "--orchestrator.eval.num-examples", "20", "--no-orchestrator.eval.eval-base-model")
-    driver = Driver(tmp_path, name, overlay, max_steps=200, extra=extra)
+    tier = dry_run_tier("seed")  # both launches through prime-rl 09e297743's dry run, where the tier runs
+    driver = Driver(tmp_path, name, overlay, max_steps=200, extra=extra, env=tier)
     out = driver.finish(timeout=240)
     assert driver.proc.returncode == 1, out
     first = json.loads((tmp_path / "iter_0" / "job.json").read_text())["job_id"]
     m = re.search(r"--resume \(continue from checkpoint step (\d+)\)", out)
     assert f"SLURM job {first} TIMEOUT" in out and "time limit" in out and m, out
     step = int(m.group(1))
-    driver = Driver(tmp_path, name, overlay, flag="resume", max_steps=200, extra=extra)
+    driver = Driver(tmp_path, name, overlay, flag="resume", max_steps=200, extra=extra, env=tier)
     driver.wait_for(" RUNNING; log ")
     out = driver.interrupt()
     rec = json.loads((tmp_path / "iter_0" / "job.json").read_text())
     assert rec["job_id"] != first and rec["cmd"][-2:] == ["--ckpt.resume-step", str(step)], rec
+    if tier:  # prime-rl 09e297743 accepted the relaunch and resolved the resume step from it
+        from prime_rl_dry_run import launches
+
+        (_a, rec1, m1), (_b, rec2, m2) = launches(tmp_path)
+        assert m1["rc"] == 0 and m2["rc"] == 0, (rec2 / "rl.log").read_text()[-3000:]
+        assert m2["argv"] == rec["cmd"][rec["cmd"].index("@"):]
+        from selfimprove.stack.toml_paths import read_toml
+
+        assert read_toml(rec2 / "configs" / "rl.toml")["ckpt"]["resume_step"] == step  # the seed writes rl.toml on SLURM
+        assert (rec1 / "rl.sbatch").is_file() and (rec2 / "rl.sbatch").is_file()
     assert f"resuming the crashed job from checkpoint step {step}" in out, out
     assert live_ids(slurm_cluster, name) == [rec["job_id"]]
     assert [s for i, _n, s in slurm_cluster.jobs(name) if i == first] == ["TIMEOUT"]

@@ -120,6 +120,47 @@ def test_the_engines_default_script_runs_itself_without_the_table(tmp_path):
     assert script.rstrip().endswith(f"-m selfimprove.rl.cli @ {tmp_path / 'slurm' / 'rl.toml'}")
 
 
+def test_the_engines_script_syncs_then_runs_the_pre_run_command_then_itself(tmp_path):
+    """As prime-rl's templates: the sync (the CPU engine's stand-in removes the run's env packages), then
+    [slurm] pre_run_command, then the engine."""
+    script = render({"pre_run_command": "echo pre"}, tmp_path / "slurm" / "rl.toml", tmp_path).splitlines()
+    sync = next(i for i, ln in enumerate(script) if ln.endswith(f"-m selfimprove.rl.exact_sync {tmp_path}"))
+    assert sync < script.index("echo pre") < next(i for i, ln in enumerate(script) if ln.startswith("exec "))
+
+
+def test_every_slurm_launch_puts_the_runs_env_packages_back_after_the_sync(new_run, tmp_path):
+    """Once the run has generated packages, a launch's pre_run_command puts their project dirs on PYTHONPATH
+    and reinstalls them (prime-rl: `uv pip install` into the activated venv; the CPU engine: its pip), after
+    the overlay's own pre_run_command; before any package exists there is nothing to add."""
+    overlay = _write(tmp_path / "cluster.toml", '[slurm]\npartition = "gpu"\npre_run_command = "module load cuda"\n')
+    rd = RunDir(new_run("selfimprove-arith", "--slurm", str(overlay)))
+    cfg = rd.read_run()
+    assert launch_extras(rd, cfg, "iter_0")[1] == {"slurm": {"job_name": f"si-{cfg.run_id}-iter_0"}}
+    pkg = rd.root / "iter_1" / "pkg_iter_1"
+    (pkg / "pkg_iter_1").mkdir(parents=True)
+    (pkg / "pyproject.toml").write_text("[project]\nname = 'pkg_iter_1'\n")
+    pre = launch_extras(rd, cfg, "iter_1")[1]["slurm"]["pre_run_command"]
+    assert pre.startswith(f"module load cuda; export PYTHONPATH={pkg.resolve()}${{PYTHONPATH:+:$PYTHONPATH}}; ")
+    assert f"-m pip install --no-deps --no-build-isolation --force-reinstall --quiet {pkg.resolve()} ||" in pre
+    gpu = launch_extras(rd, cfg.model_copy(update={"engine": "prime-rl"}), "iter_1")[1]["slurm"]["pre_run_command"]
+    assert f"; uv pip install --no-deps --reinstall --quiet {pkg.resolve()} ||" in gpu
+
+
+def test_the_sync_stand_in_removes_only_this_runs_packages(tmp_path):
+    """selfimprove.rl.exact_sync: the installed env packages whose provenance names a run dir holding the
+    job's output dir, and no other run's (nor a package without provenance)."""
+    from selfimprove.rl import exact_sync
+
+    site = tmp_path / "site-packages"
+    run = tmp_path / "runs" / "r1"
+    for name, run_dir in (("mine_iter_1", run), ("other_iter_1", tmp_path / "runs" / "r2"), ("numpy", None)):
+        (site / name).mkdir(parents=True)
+        if run_dir:
+            (site / name / "provenance.json").write_text(json.dumps({"run_dir": str(run_dir)}))
+    assert exact_sync.run_packages(run / "iter_1" / "prime_out", [site]) == ["mine_iter_1"]
+    assert exact_sync.site_dirs()  # this interpreter's, what the job's sync step reads
+
+
 def test_a_missing_template_path_is_named(tmp_path):
     from selfimprove.errors import ConfigError
 
@@ -246,7 +287,8 @@ def test_the_shipped_example_overlays_pass_the_key_check_in_both_dialects(dialec
     path = Path(__file__).resolve().parents[1] / "examples" / "slurm" / name
     cfg = read_overlay(path, dialect.keys_file)
     assert cfg["slurm"]["partition"] == "h100"
-    assert ("deployment" in cfg) == (name == "multinode.toml")
+    # cluster.toml: an arm's 2 GPUs (1 inference + 1 trainer), not prime-rl's default gpus_per_node = 8
+    assert cfg["deployment"]["gpus_per_node"] == (2 if name == "cluster.toml" else 8)
 
 
 def test_the_watcher_asks_the_scheduler_gently_and_at_once_when_the_files_say_done(tmp_path, monkeypatch):

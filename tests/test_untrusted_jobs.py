@@ -261,7 +261,7 @@ def test_the_watcher_waits_out_an_outage_with_one_line(tmp_path, sched, monkeypa
         sched.down = False
 
     threading.Thread(target=story, daemon=True).start()
-    res = watch.watch(arm, progress=False, poll_s=0.05, exit_grace_s=30)
+    res = watch.watch(arm, progress=False, poll_s=0.05)
     out = "".join(capfd.readouterr())
     assert res.status == "succeeded", res
     assert out.count("cannot reach the scheduler") == 1 and "no longer known" not in out, out

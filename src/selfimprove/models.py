@@ -192,6 +192,7 @@ class IterRecord(BaseModel):
     rows: int | None = None  # training rows of the arm's synthetic dataset (None = real data)
     checkpoint: str | None = None
     final_step: int | None = None
+    eval_policy_step: int | None = None  # the policy the final eval scored (EvalSummary.eval_policy_step)
     source: str = "trained"  # "trained" | "init-from"
     eval_split: str = "eval"  # which split the numbers were measured on
     ts: float | None = None
@@ -311,6 +312,9 @@ class EvalSummary(FileModel):
     train_reward_steps: list[int] = Field(default_factory=list)
     checkpoint: str | None = None
     final_step: int | None = None
+    # the policy version the final eval scored: final_step in the seed; in prime-rl main <= final_step - 1
+    # (its eval of max_steps fires before the last train step: phases/evals.eval_policy_step); None = unknown
+    eval_policy_step: int | None = None
     source: str = "trained"
     eval_file: str | None = None
     dropped_lines: int = 0  # torn / non-JSON lines skipped (reported, not fatal)

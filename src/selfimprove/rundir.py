@@ -45,8 +45,11 @@ CONTROL_ARMS = {
 class OutputLayout:
     """Where a prime-rl version writes one run under its output dir (the arm's prime_out/).
 
-    Checkpoints (`checkpoints/step_N/trainer`) and weights (`weights/step_N`) sit at the top in
-    both; the orchestrator's tree (rollouts, broadcasts, its checkpoints) sits under `run_subdir`.
+    Checkpoints (`checkpoints/step_N/trainer`) sit at the top in both; the orchestrator's tree
+    (rollouts, broadcasts, its checkpoints) sits under `run_subdir`. Only the seed writes HF weights
+    (`weights/step_N`, seed trainer/rl/train.py via ckpt.weights); main writes none (its commit
+    29e422276 removed them): its loadable weights are the filesystem broadcast's
+    `broadcasts/step_N/model*.safetensors` (transports/weights/filesystem.py:33-70).
     """
 
     run_subdir: str  # the orchestrator's run dir below the output dir ("" = the output dir itself)
@@ -55,13 +58,18 @@ class OutputLayout:
     orchestrator_ckpt: str  # the orchestrator's own tree below <run dir>/checkpoints/step_N/ ("" = all of it)
     metrics_file: str | None  # a local metrics JSONL below the output dir (monitors.file), if the version writes one
     traces: bool  # rollouts are verifiers v1 traces.jsonl with all/ and effective/ subsets
+    hf_weights: bool = True  # the trainer writes weights/step_N (HF save_pretrained): the seed only
+    base_eval_step: int = 0  # the step a fresh run's base-model eval is labelled with (main: 1-indexed steps)
 
 
 # prime-rl 09e297743: run_default/{rollouts,broadcasts,checkpoints}/step_N, one JSONL of records per step.
 SEED_LAYOUT = OutputLayout("run_default", "train_rollouts.jsonl", "eval_rollouts.jsonl", "", None, False)
 # prime-rl main 559b44772: the run dir is output_dir/run.name (= prime_out/), checkpoints/step_N holds
 # trainer/ and orchestrator/, episodes are traces.jsonl.
-MAIN_LAYOUT = OutputLayout("", "train/all/traces.jsonl", "eval/all/traces.jsonl", "orchestrator", "metrics.jsonl", True)
+# No weights/ (DCP checkpoints only); steps are 1-indexed (orchestrator/types.py:27-30), so the base-model eval
+# is rollouts/step_1/eval (the first eval trigger at progress.step = 1, orchestrator/eval_source.py:43-55).
+MAIN_LAYOUT = OutputLayout("", "train/all/traces.jsonl", "eval/all/traces.jsonl", "orchestrator", "metrics.jsonl", True,
+                           hf_weights=False, base_eval_step=1)
 # By run.json `stack` (the Literal of models.RunConfig.stack); stack/dialects.py pairs each dialect with its layout.
 LAYOUT_OF_STACK = {"seed": SEED_LAYOUT, "v1": MAIN_LAYOUT}
 
@@ -258,6 +266,16 @@ class ArmDir:
 
     def broadcast(self, step: int) -> Path:
         return self._run_root / "broadcasts" / f"step_{step}"
+
+    def checkpoint_missing(self, step: int) -> list[Path]:
+        """What checkpoint `step` lacks to be whole: the trainer's DCP `.metadata` (torch.distributed.checkpoint
+        writes it last) and the orchestrator's progress.pt (both prime-rl versions: main orchestrator/ckpt.py:40-46,
+        seed 09e297743 orchestrator/ckpt.py:41-43). prime-rl writes the final checkpoint after the last train
+        step (main rl/train.py:727-731), after the final eval has been triggered: an arm is done only when
+        its job ended and this is empty."""
+        orchestrator = self._run_root / "checkpoints" / f"step_{step}" / "orchestrator"  # both: <run dir>/checkpoints
+        need = (self.trainer_ckpt(step) / "trainer" / ".metadata", orchestrator / "progress.pt")
+        return [p for p in need if not p.is_file()]
 
     def rollout_steps(self) -> list[int]:
         """Step numbers that have a rollouts dir, ascending."""

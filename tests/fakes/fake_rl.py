@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""A test double of prime-rl's `rl` command (seed dialect). Standard library only (seed tree).
+"""A test double of prime-rl's `rl` command, in both dialects. Standard library only (seed tree).
 
     fake_rl.py @ a.toml @ b.toml --model.name M --max-steps 4 --orchestrator.batch-size 32 \
         --orchestrator.rollouts-per-example 4 --output-dir OUT [--ckpt.resume-step N]
@@ -7,24 +7,30 @@
 Honours the `rl` contract the orchestrator relies on: `@` files deep-merged left to
 right, dotted kebab-case overrides on top, [trainer] and [orchestrator] required,
 a fresh run refused (FileExistsError) when OUT holds checkpoints, resume refused when
-one of the three resume trees is missing. Writes the prime-rl layout:
+one of the resume trees is missing. Writes the seed's layout (prime-rl 09e297743):
 
     OUT/weights/step_N/{model.safetensors,config.json,tokenizer.json}
     OUT/checkpoints/step_N/trainer/{__0_0.distcp,.metadata}
-    OUT/run_default/checkpoints/step_N/orchestrator/progress.json
+    OUT/run_default/checkpoints/step_N/orchestrator/progress.pt
     OUT/run_default/broadcasts/step_N/{model.safetensors,STABLE}
     OUT/run_default/rollouts/step_N/{train,eval}_rollouts.jsonl   (prime-rl record fields)
-or, for a prime-rl >= 0.8 argv (--run.name), main's tree: OUT/checkpoints/step_N/{trainer,orchestrator},
-OUT/broadcasts/step_N, OUT/rollouts/step_N/{train,eval}/{all,effective}/traces.jsonl holding
-verifiers v1 Episode records (this path imports verifiers).
 
-Checkpoints at multiples of [ckpt] interval; evals at step 0 and at multiples of
-[orchestrator.eval] interval and at max_steps. Behaviour switches (env vars):
+with checkpoints at multiples of [ckpt] interval and at max_steps, evals at step 0, at multiples of
+[orchestrator.eval] interval and at max_steps (after the last step). For a prime-rl >= 0.8 argv
+(--run.name) it keeps main's (559b44772) rules, as the CPU engine does (rl/train.py): no weights/,
+OUT/checkpoints/step_N/{trainer,orchestrator/progress.pt}, OUT/broadcasts/step_N from step_0 (the
+start-up broadcast) with main's cleaning, OUT/rollouts/step_N/{train,eval}/{all,effective}/traces.jsonl
+holding verifiers v1 Episode records (this path imports verifiers), 1-indexed steps (base eval at
+step_1), the eval of step S+1 written right after batch S (so the eval of max_steps comes BEFORE the
+last step and the final checkpoint, and records the policy it scored, v{S-1}); --ckpt.resume-step
+refused as main refuses it; [resume] step or dir (a fork, refused when the checkpoint's train sources
+differ unless [orchestrator.ckpt] skip_progress). Its progress.pt is JSON (a double: the tool only
+checks that it exists). Behaviour switches (env vars):
 
     FAKE_RL_STEP_S=0.005      seconds per training step
     FAKE_RL_DIE_AT_ONCE=1     print a traceback and exit 1 before doing anything
     FAKE_RL_CRASH_AFTER=N     exit 1 after finishing step N
-    FAKE_RL_HANG=1            hang forever before the final eval
+    FAKE_RL_HANG=1            hang forever before the final eval (main: before the eval of max_steps)
     FAKE_RL_EVAL_DELAY=S      sleep S seconds before the final eval ("finish late")
     FAKE_RL_EXIT_DELAY=S      sleep S seconds after the final eval, before exiting
     FAKE_RL_TORN=1            final eval file ends with a torn (half-written) line
@@ -139,7 +145,7 @@ def row(example_id: int, reward: float, *, train: bool, canary: str, step: int) 
     return r
 
 
-def as_episode(r: dict, kind: str, step: int) -> dict:
+def as_episode(r: dict, kind: str, step: int, policy: int | None = None) -> dict:
     """A seed-shaped fake row as prime-rl main writes an episode: verifiers v1 `Episode.to_record()`
     (built with verifiers' own classes, so the readers see the real record shape)."""
     import verifiers.v1 as vf
@@ -159,7 +165,8 @@ def as_episode(r: dict, kind: str, step: int) -> dict:
     trace.calls = [ModelCall(node=1, finish_reason="stop", usage=Usage(prompt_tokens=12, completion_tokens=5))]
     if "reward" in r:
         trace.rewards = {"correct_answer": vf.Reward(score=r["reward"])}
-    work = (TrainWorkInfo if kind == "train" else EvalWorkInfo)(step=step)
+    span = vf.PolicySpan(start=policy, end=policy) if policy is not None else None
+    work = (TrainWorkInfo if kind == "train" else EvalWorkInfo)(step=step, policy=span)
     return vf.Episode(env=EnvInfo(id="selfimprove_arith_v1", name=kind), task=task,
                       group=GroupInfo(id=f"{kind}-{step}-{r['example_id']}"),
                       run=TrainRunInfo(id="fake", work=work), ok=True, traces=[trace]).to_record()
@@ -190,12 +197,20 @@ def main() -> None:
     # prime-rl >= 0.8 (main 559b44772): the run dir is output_dir/run.name and main's tree has no
     # run_default/; the config is read through the CPU engine's view of that dialect.
     main_layout = "run" in cfg or "group_size" in cfg.get("orchestrator", {})
+    extras: dict = {}
     if main_layout:
-        from selfimprove.rl.config import engine_view
+        from selfimprove.errors import ConfigError
+        from selfimprove.rl.config import engine_view, main_extras
         from selfimprove.stack.dialects import V1
 
+        if cfg.get("ckpt", {}).get("resume_step") is not None:  # main has no ckpt.resume_step (pydantic's words)
+            die("1 validation error for RLConfig\nckpt.resume_step\n  Extra inputs are not permitted; did you mean --resume?")
         if (name := cfg.get("run", {}).get("name")) and cfg.get("output_dir"):
             cfg["output_dir"] = str(Path(cfg["output_dir"]) / name)
+        try:
+            extras = main_extras(cfg)
+        except ConfigError as e:
+            die(str(e))
         cfg = engine_view(cfg, V1)
     for section in ("trainer", "orchestrator"):
         if not isinstance(cfg.get(section), dict):
@@ -206,18 +221,22 @@ def main() -> None:
     rpe = int(orch.get("rollouts_per_example", 1))
     batch = int(orch.get("batch_size", 8))
     ckpt = cfg.get("ckpt", {})
+    saves = isinstance(cfg.get("ckpt"), dict) or bool(os.environ.get("FAKE_RL_CKPT_EVERY"))  # a bare [ckpt] saves too
     interval = int(os.environ.get("FAKE_RL_CKPT_EVERY") or ckpt.get("interval") or 0)
     resume = ckpt.get("resume_step")
     ev = orch.get("eval", {})
     eval_interval = int(ev.get("interval", max_steps))
     n_eval = sum(int(e.get("num_examples", 10)) * int(e.get("rollouts_per_example", 1)) for e in ev.get("env", [])) or 10
+    sources = sorted(str(e.get("name") or e.get("id")) for e in orch.get("train", {}).get("env", []))
     canary = os.environ.get("FAKE_RL_CANARY", "")
     acc = env_f("FAKE_RL_ACC", 0.4)
     step_s = env_f("FAKE_RL_STEP_S", 0.005)
     crash_after = int(os.environ.get("FAKE_RL_CRASH_AFTER", "0"))
     rd = out if main_layout else out / "run_default"
 
-    def orch_ckpt(step: int) -> Path:
+    def orch_ckpt(step: int, root: Path | None = None) -> Path:
+        if root is not None:
+            return root / "orchestrator"
         return (out / "checkpoints" if main_layout else rd / "checkpoints") / f"step_{step}" / "orchestrator"
 
     def episodes(step: int, kind: str) -> Path:
@@ -225,20 +244,33 @@ def main() -> None:
             return rd / "rollouts" / f"step_{step}" / kind / "all" / "traces.jsonl"
         return rd / "rollouts" / f"step_{step}" / f"{kind}_rollouts.jsonl"
 
-    def write_rows(step: int, kind: str, rows: list[dict], torn: bool = False) -> None:
+    def write_rows(step: int, kind: str, rows: list[dict], torn: bool = False, policy: int | None = None) -> None:
         """Seed records, or (main's tree) Episode records in all/ and, as main does, the effective subset."""
         if main_layout:
-            rows = [as_episode(r, kind, step) for r in rows]
+            rows = [as_episode(r, kind, step, policy) for r in rows]
             write_jsonl(episodes(step, kind).parent.parent / "effective" / "traces.jsonl", rows)
         write_jsonl(episodes(step, kind), rows, torn=torn)
 
-    if resume is not None:
-        resume = int(resume)
-        for need in (out / "checkpoints" / f"step_{resume}" / "trainer",
-                     orch_ckpt(resume),
-                     rd / "broadcasts" / f"step_{resume}" / "STABLE"):
+    fork = extras.get("resume_dir")
+    if fork is not None:  # main's resume.dir: another run's checkpoints/step_N (or this run's own)
+        start = int(fork.name.removeprefix("step_"))
+        for need in (fork / "trainer", orch_ckpt(start, fork) / "progress.pt"):
             if not need.exists():
-                die(f"FileNotFoundError: {need}")
+                die(f"FileNotFoundError: Orchestrator checkpoint not found at {need}")
+        saved = json.loads((orch_ckpt(start, fork) / "progress.pt").read_text()).get("sources", [])
+        if not extras.get("skip_progress") and saved != sources:
+            die(f"ValueError: Train-source checkpoint envs {saved} do not match configured envs {sources}")
+    elif resume is not None:
+        resume = int(resume)
+        if resume == -1:  # a bare resume: the latest checkpoint
+            done = sorted(int(d.name[5:]) for d in (out / "checkpoints").glob("step_*") if (d / "trainer").is_dir())
+            resume = done[-1] if done else die(f"FileNotFoundError: no checkpoint in {out / 'checkpoints'}")
+        need = [out / "checkpoints" / f"step_{resume}" / "trainer", orch_ckpt(resume) / "progress.pt"]
+        if not main_layout:  # the seed also needs the step's broadcast; main re-broadcasts at start-up
+            need.append(rd / "broadcasts" / f"step_{resume}" / "STABLE")
+        for p in need:
+            if not p.exists():
+                die(f"FileNotFoundError: {p}")
         start = resume
     else:
         if (out / "checkpoints").is_dir() and any((out / "checkpoints").iterdir()):
@@ -264,7 +296,31 @@ def main() -> None:
                 r.pop("reward")
         return rows
 
-    if start == 0 and ev.get("eval_base_model", True):
+    def final_eval(policy: int) -> None:
+        """The eval of max_steps, with the switches that bend it."""
+        if os.environ.get("FAKE_RL_HANG"):
+            print("fake rl: hanging before the final eval", flush=True)
+            while True:
+                time.sleep(3600)
+        time.sleep(env_f("FAKE_RL_EVAL_DELAY", 0))
+        n_final = int(os.environ.get("FAKE_RL_EVAL_ROWS") or n_eval)
+        write_rows(max_steps, "eval", eval_rows(max_steps, n_final), torn=bool(os.environ.get("FAKE_RL_TORN")),
+                   policy=policy)
+
+    def broadcast(step: int) -> None:
+        touch(rd / "broadcasts" / f"step_{step}" / "model.safetensors")
+        touch(rd / "broadcasts" / f"step_{step}" / "STABLE", "")
+        if main_layout:  # main's maybe_clean: step-2 goes unless it falls on the checkpoint interval
+            old = max(step - 2, 0)
+            if old != step and not (interval and old % interval == 0):
+                import shutil
+                shutil.rmtree(rd / "broadcasts" / f"step_{old}", ignore_errors=True)
+
+    if main_layout:
+        broadcast(start)  # the trainer's start-up broadcast of the incoming policy (v0 or v{resume})
+        if start == 0 and ev.get("eval_base_model", True):
+            write_rows(1, "eval", eval_rows(1, n_eval), policy=0)  # 1-indexed: the base eval is step 1
+    elif start == 0 and ev.get("eval_base_model", True):
         write_rows(0, "eval", eval_rows(0, n_eval))
     for step in range(start + 1, max_steps + 1):
         time.sleep(step_s)
@@ -273,33 +329,32 @@ def main() -> None:
         train = [row(i // rpe, 1.0 if rng.random() < p else 0.0, train=True, canary="", step=step)
                  for i in range(min(batch, 64))]
         write_rows(step, "train", train)
-        touch(rd / "broadcasts" / f"step_{step}" / "model.safetensors")
-        touch(rd / "broadcasts" / f"step_{step}" / "STABLE", "")
-        if interval and step % interval == 0:
+        if main_layout and (step + 1) % eval_interval == 0:  # triggered right after batch `step` ships
+            if step + 1 == max_steps:
+                final_eval(policy=step - 1)
+            else:
+                write_rows(step + 1, "eval", eval_rows(step + 1, n_eval), policy=step - 1)
+        broadcast(step)
+        if saves and ((interval and step % interval == 0) or step == max_steps):  # prime-rl also saves the final step
             touch(out / "checkpoints" / f"step_{step}" / "trainer" / "__0_0.distcp")
             touch(out / "checkpoints" / f"step_{step}" / "trainer" / ".metadata")
-            touch(orch_ckpt(step) / "progress.json", json.dumps({"step": step}))
-            for name in ("model.safetensors", "config.json", "tokenizer.json"):
-                touch(out / "weights" / f"step_{step}" / name, "{}")
+            touch(orch_ckpt(step) / "progress.pt", json.dumps({"step": step, "sources": sources}))
+            if not main_layout:  # the seed's HF weights; main writes none
+                for name in ("model.safetensors", "config.json", "tokenizer.json"):
+                    touch(out / "weights" / f"step_{step}" / name, "{}")
         mean = sum(r["reward"] for r in train) / len(train)
         print(f"Step {step} | reward {mean:.3f}", flush=True)
         if crash_after and step >= crash_after:
             die(f"Traceback (most recent call last):\nRuntimeError: fake engine crashed after step {step}")
-        if step % eval_interval == 0 and step != max_steps:
+        if not main_layout and step % eval_interval == 0 and step != max_steps:
             write_rows(step, "eval", eval_rows(step, n_eval))
 
-    if os.environ.get("FAKE_RL_HANG"):
-        print("fake rl: hanging before the final eval", flush=True)
-        while True:
-            time.sleep(3600)
-    time.sleep(env_f("FAKE_RL_EVAL_DELAY", 0))
-    n_final = int(os.environ.get("FAKE_RL_EVAL_ROWS") or n_eval)
-    write_rows(max_steps, "eval", eval_rows(max_steps, n_final), torn=bool(os.environ.get("FAKE_RL_TORN")))
+    if not main_layout:
+        final_eval(policy=max_steps)
     time.sleep(env_f("FAKE_RL_EXIT_DELAY", 0))
     print("RL training finished!", flush=True)
     if stamp := os.environ.get("FAKE_RL_END_STAMP"):
         Path(stamp).write_text(repr(time.time()))
-
 
 if __name__ == "__main__":
     main()

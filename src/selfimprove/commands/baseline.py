@@ -19,7 +19,7 @@ from ._common import check_job_flags, JsonOpt, RunDirOpt, cli_errors, print_json
 def command(
     run_dir: RunDirOpt,
     restart: Annotated[bool, typer.Option(help="After a crash: move prime_out aside (prime_out.failed-<time>) and train iter_0 again from step 0.")] = False,
-    resume: Annotated[bool, typer.Option(help="After a crash: relaunch from the last saved checkpoint (--ckpt.resume-step).")] = False,
+    resume: Annotated[bool, typer.Option(help="After a crash: relaunch from the last saved checkpoint (prime-rl's resume: --ckpt.resume-step in the seed dialect, --resume.step in v1).")] = False,
     config: Annotated[Optional[Path], typer.Option(help="Canonical rl.toml for iter_0 (overrides run.json canonical_config).")] = None,
     cap_hours: Annotated[Optional[float], typer.Option(help="Stop the job after this many hours since launch (default: expected end + 2 h).")] = None,
     allow_no_signal: Annotated[bool, typer.Option(help="Continue even when iter_0's rewards do not spread (no GRPO signal; exit 4 otherwise). The verdict stays in run.json and the summary.")] = False,

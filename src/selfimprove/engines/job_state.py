@@ -15,7 +15,7 @@ from typing import Literal
 from ..errors import RunDirError
 from ..rundir import ArmDir
 from . import procs, slurm_jobs
-from .crash_cause import setup_failure
+from .crash_cause import setup_failure, telling_log
 from .job_record import (JobExpectation, JobRecord, _exit_code, launched_output_dir, on_disk, read_job, rerun,  # noqa: F401
                          rerun_same, resumable_step, tail)
 from .rollouts import LineCounter
@@ -90,7 +90,8 @@ def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
         return (f"{arm.name}: {arm.job_file} names pid {rec.pid}, which runs but is not this arm's job (another "
                 f"process now, or a record this tool did not write); it was not touched, and the job counts as "
                 f"ended: {resume_options(arm, rec.expect.max_steps)}")
-    cause = setup_failure(Path(rec.log))
+    cause = setup_failure(Path(rec.log), arm.prime_out)  # prime-rl main: also its logs/attempt_N/*.log
+    told = telling_log(Path(rec.log), arm.prime_out)  # main's trainer traceback is not in train.log
     if cause:  # a relaunch dies the same way: the cause and its fix, not --restart/--resume
         return (f"{arm.name}: the training job (pid {rec.pid}, launch #{rec.launch}) exited"
                 f"{f' with rc {rc}' if rc is not None else ''} before its final eval: {cause}; a --restart alone "
@@ -100,5 +101,5 @@ def describe_crash(arm: ArmDir, rec: JobRecord) -> str:
         f"{f' with rc {rc}' if rc is not None else ''} without its final eval "
         f"({rows}/{rec.expect.num_examples} rows in {rec.expect.eval_file}); on disk: highest checkpoint step "
         f"{ck if ck is not None else 'none'}, highest rollouts step {ro if ro is not None else 'none'}; "
-        f"{resume_options(arm, rec.expect.max_steps)}. Last lines of {rec.log}:\n{tail(Path(rec.log))}"
+        f"{resume_options(arm, rec.expect.max_steps)}. Last lines of {told}:\n{tail(told)}"
     )

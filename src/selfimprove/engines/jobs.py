@@ -39,7 +39,7 @@ from .job_record import (  # noqa: F401  (re-exported: the job runner's public n
 )
 from .job_state import JobState, describe_crash, job_state, launched_output_dir  # noqa: F401  (re-exported)
 from .rollouts import LineCounter
-from .watch import EXIT_GRACE_S, WatchGroup, watch, watch_together  # noqa: F401  (re-exported)
+from .watch import WatchGroup, watch, watch_together  # noqa: F401  (re-exported)
 
 # $1 = rc file, then the engine's argv. Runs in the job's own session.
 _WRAPPER = 'rc_file=$1; shift; "$@"; rc=$?; echo "$rc" > "$rc_file.tmp" && mv -f "$rc_file.tmp" "$rc_file"; exit "$rc"'
@@ -113,7 +113,7 @@ def run_training(
 
     Live job -> attach (never relaunch; --restart/--resume ignored). Final eval present -> done.
     Crashed -> JobFailed describing the disk, unless `restart` (prime_out moved aside, fresh launch)
-    or `resume` (relaunch with --ckpt.resume-step <last complete checkpoint>). `before_launch` runs
+    or `resume` (relaunch from the last complete checkpoint: `resume_flags`). `before_launch` runs
     before every fresh launch (e.g. to pre-stage checkpoints into the new prime_out: --restart
     moves the whole prime_out aside, staged trees included). `expect.cap_hours` applies to an
     attached job too (it overrides the cap in job.json).
@@ -170,7 +170,7 @@ def run_training(
             raise JobFailed(f"{arm.name}: cannot --resume: no complete checkpoint below step {expect.max_steps} in "
                             f"{arm.prime_out}; {rerun()} with --restart")
         note(f"{arm.name}: resuming the crashed job from checkpoint step {step}")
-        launch(arm, [*cmd, "--ckpt.resume-step", str(step)], expect, resume_step=step, job_name=job_name)
+        launch(arm, [*cmd, *resume_flags(cmd, arm, step)], expect, resume_step=step, job_name=job_name)
     else:  # none, or crashed + restart
         if state == "crashed":
             moved = archive_output(arm)
@@ -197,6 +197,21 @@ def run_training(
     if res.rc not in (0, None):
         note(f"{arm.name}: the final eval is complete but the engine exited with rc {res.rc}; see {res.log}")
     return res
+
+
+def resume_flags(cmd: list[str], arm: ArmDir, step: int) -> list[str]:
+    """The flags that resume `cmd` from the arm's own checkpoint `step`, in the dialect `cmd` is written in:
+    the seed's --ckpt.resume-step N, main's --resume.step N (or, for an arm that forks iter_0 with
+    resume.dir, resume.dir pointed at its own checkpoint: `Dialect.resume_flags`)."""
+    from ..stack.dialects import dialect_of_argv  # the stack's parser: imported on use (no import cycle)
+    from ..stack.toml_paths import merge_argv_files
+
+    dialect = dialect_of_argv(cmd)
+    try:
+        config = merge_argv_files(cmd)[0]
+    except Exception:  # an unreadable config: the relaunch itself names it
+        config = {}
+    return dialect.resume_flags(config, step, arm.trainer_ckpt(step))
 
 
 __all__ = [

@@ -296,15 +296,3 @@ def exit_rc(info: "slurm.JobInfo | None") -> int | None:
         return int(info.exit_code.split(":")[0])
     except ValueError:
         return None
-
-
-def wait_end(rec, grace_s: float, poll_s: float) -> "tuple[bool, slurm.JobInfo | None]":
-    """Wait up to grace_s for the scheduler to say the job ended: (still live, its last answer)."""
-    deadline = time.monotonic() + grace_s
-    info = None
-    while time.monotonic() < deadline:
-        info = ask(rec)
-        if info is None or not info.live:
-            return False, info
-        time.sleep(poll_s)
-    return True, info

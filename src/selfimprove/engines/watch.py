@@ -28,7 +28,6 @@ from .rollouts import LineCounter, TrainRewardTracker, student_build_note
 
 CAP_MARGIN_S = 2 * 3600  # the seed's 2 h poll cap, counted past the expected end
 DEFAULT_EXPECTED_S = 2 * 3600  # until a step is seen, assume this long a run
-EXIT_GRACE_S = 120.0  # after the final eval, wait this long for the engine to exit
 
 
 class _Pace:
@@ -132,19 +131,22 @@ def _first_step(rec) -> int:
     return max(rec.expect.start_step, getattr(rec, "resume_step", None) or 0)
 
 
-def watch(
-    arm: ArmDir, *, progress: bool, poll_s: float = 0.5, cap_s: float | None = None,
-    exit_grace_s: float = EXIT_GRACE_S,
-) -> JobResult:
-    """Wait for the job in job.json to finish; write and return job_result.json.
+def watch(arm: ArmDir, *, progress: bool, poll_s: float = 0.5, cap_s: float | None = None) -> JobResult:
+    """Wait for the job in job.json to END; write and return job_result.json.
 
-    `cap_s` (seconds since launch) overrides the cap recorded in job.json.
+    Succeeded = the final eval file is complete AND the job has ended. The eval alone says nothing
+    about the end: prime-rl main triggers the eval of max_steps right after batch max_steps-1 ships
+    (orchestrator.py:690 and 759), and the last rollouts, the last train step and the final
+    checkpoint come after it (trainer/rl/train.py:727-731); the seed evaluates at the end. So a live
+    job is waited for (its time cap still applies), never given a grace and then left running on GPUs
+    and ports the next arm needs. Whether its final checkpoint is whole is the caller's check
+    (`ArmDir.checkpoint_missing`). `cap_s` (seconds since launch) overrides the cap in job.json.
     """
     rec = read_job(arm)
     if rec is None:
         raise RunDirError(f"{arm.job_file}: not found; nothing to watch (launch the job first)")
     if rec.scheduler == "slurm" and rec.job_id:
-        return _watch_slurm(arm, rec, progress=progress, poll_s=poll_s, cap_s=cap_s, exit_grace_s=exit_grace_s)
+        return _watch_slurm(arm, rec, progress=progress, poll_s=poll_s, cap_s=cap_s)
     counter = LineCounter(Path(rec.expect.eval_file))
     rewards = TrainRewardTracker(arm)
     pace = _Pace()
@@ -158,13 +160,13 @@ def watch(
             # between the two reads is then seen as done, never as failed.
             is_alive = job_alive(rec)
             rows = counter.count()
-            if rows >= rec.expect.num_examples:
+            if rows >= rec.expect.num_examples and not is_alive:
                 if bar is not None:
                     bar.update(task, completed=rec.expect.max_steps, reward=_fmt(rewards.update()))
-                still = _wait_exit(rec, exit_grace_s, poll_s) if is_alive else False
-                return _finish(arm, rec, "succeeded", rows, still_running=still)
+                return _finish(arm, rec, "succeeded", rows)
             if not is_alive:
                 return _finish(arm, rec, "failed", rows, error=describe_crash(arm, rec))
+            # alive: training, or past the final eval and finishing (the last step and the final checkpoint)
             step = _step_now(arm, rec)
             pace.see(step)
             if time.time() > _cap_deadline(rec, cap_s, pace):
@@ -180,8 +182,7 @@ def watch(
             time.sleep(poll_s)
 
 
-def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, cap_s: float | None,
-                 exit_grace_s: float) -> JobResult:
+def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, cap_s: float | None) -> JobResult:
     """`watch` for a SLURM job: the scheduler's state with the output files (engines/slurm_jobs.py).
     Done = the final eval complete AND the scheduler says the job ended; one line per state change."""
     counter = LineCounter(Path(rec.expect.eval_file))
@@ -214,12 +215,8 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
                 seen = key
                 done = rows >= rec.expect.num_examples
                 console.print(slurm_jobs.state_line(arm, rec, info, eval_complete=done), highlight=False, markup=False)
-            if rows >= rec.expect.num_examples:
-                still, end = slurm_jobs.wait_end(rec, exit_grace_s, poll_s) if live else (False, info)
-                if not still and end is not None and (end.state, end.reason) != seen:
-                    console.print(slurm_jobs.state_line(arm, rec, end, eval_complete=True), highlight=False,
-                                  markup=False)
-                return _finish(arm, rec, "succeeded", rows, still_running=still, rc=slurm_jobs.exit_rc(end))
+            if rows >= rec.expect.num_examples and not live:  # the scheduler says it ended: done (see `watch`)
+                return _finish(arm, rec, "succeeded", rows, rc=slurm_jobs.exit_rc(info))
             if not live:
                 error = slurm_jobs.describe_end(arm, rec, info, rows, resume_options(arm, rec.expect.max_steps))
                 return _finish(arm, rec, "failed", rows, error=error, rc=slurm_jobs.exit_rc(info))
@@ -268,16 +265,6 @@ def _mtime(path: Path) -> float:
 
 def _fmt(mean: float | None) -> str:
     return "-" if mean is None else f"{mean:.3f}"
-
-
-def _wait_exit(rec: JobRecord, grace_s: float, poll_s: float) -> bool:
-    """Wait up to grace_s for the engine to exit (so later phases don't race it); True if it still runs."""
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        if not job_alive(rec):
-            return False
-        time.sleep(min(poll_s, 0.2))
-    return True
 
 
 def _finish(arm: ArmDir, rec: JobRecord, status: str, rows: int, *, error: str | None = None,

@@ -18,7 +18,7 @@ from typing import Callable
 
 from ..engines import engine_command
 from ..engines.jobs import JobExpectation, run_training
-from ..errors import SelfImproveError
+from ..errors import JobFailed, SelfImproveError
 from ..models import EvalSummary, RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_text
 from ..stack.dialects import SEED
@@ -29,12 +29,18 @@ from .context import RunContext
 from .evals import aggregate_eval, expected_eval_examples
 from .overrides import TEACHER_KEYS, read_overrides  # noqa: F401  (TEACHER_KEYS: re-exported)
 from .slurm_launch import launch_extras
-from .staging import is_staged, stage_checkpoints
+from .staging import check_fork_source, is_staged, stage_checkpoints
 
 
-def stage(rd: RunDir, arm: ArmDir, step: int) -> None:
-    """Stage iter_0's step-`step` trees into `arm` unless they are already there."""
-    if not is_staged(arm, step):
+def stage(rd: RunDir, arm: ArmDir, step: int, dialect=SEED) -> None:
+    """Make iter_0's step-`step` checkpoint available to `arm` before it launches.
+
+    The seed: stage iter_0's trees into the arm's output dir unless they are already there. Main
+    (`forks_with_resume_dir`): nothing is copied, the arm's [resume] dir names iter_0's checkpoint
+    (prime-rl's own fork, configs/shared.py:55-72); this only checks that checkpoint is whole."""
+    if dialect.forks_with_resume_dir:
+        check_fork_source(rd.iter(0), step)
+    elif not is_staged(arm, step):
         stage_checkpoints(rd.iter(0), arm, step)
 
 
@@ -132,26 +138,46 @@ def _eval_like_iter0(ctx: RunContext, config: dict) -> dict:
     return config
 
 
+def source_names(dialect, blocks: list[dict]) -> list[str]:
+    """The train-source names prime-rl keys a checkpoint's train-source state by: `name`, else the env id
+    (main: the taskset id), as the seed-shaped or v0.8 block gives them."""
+    names = []
+    for b in blocks:
+        shaped = dialect.shape_env(b)
+        names.append(str(shaped.get("name") or get_path(shaped, "env.taskset.id") or shaped.get("id") or ""))
+    return sorted(names)
+
+
 def resumed_arm_config(ctx: RunContext, *, train_envs: list[dict], resume_step: int, num_examples: int,
                        wandb_name: str, overrides: dict | None = None, seed: int | None = None) -> dict:
+    """An arm forked from iter_0's checkpoint `resume_step`. Main: [resume] dir = iter_0's checkpoint, and
+    [orchestrator.ckpt] skip_progress when the arm's train sources are not iter_0's (iter_N and Run A train
+    on generated packages; main refuses to restore another source set's state: train_source.py:78-82)."""
     cfg = ctx.cfg
     eval_id, eval_args = ctx.dialect.env_api.real_env(ctx.required_hub(), "eval")
+    fork: dict = {}
+    if ctx.dialect.forks_with_resume_dir:
+        iter0_sources = source_names(ctx.dialect, ctx.dialect.canonical_train_envs(ctx.canonical_config()))
+        fork = {"fork_from": ctx.rd.iter(0).trainer_ckpt(resume_step),
+                "skip_progress": source_names(ctx.dialect, train_envs) != iter0_sources}
     return _eval_like_iter0(ctx, ctx.dialect.resume_config(
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
         eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
-        **_knobs(ctx, overrides or {}, seed),
+        **fork, **_knobs(ctx, overrides or {}, seed),
     ))
 
 
 def fresh_arm_config(ctx: RunContext, *, train_envs: list[dict], num_examples: int, wandb_name: str,
                      seed: int | None = None) -> dict:
+    """Run B: from the base model. Its base-model eval would score the same v0 iter_0's did, and nothing reads
+    it, so it is skipped (main: skip_first_step, orchestrator/eval_source.py:51-52; the seed: eval_base_model)."""
     cfg = ctx.cfg
     eval_id, eval_args = ctx.dialect.env_api.real_env(ctx.required_hub(), "eval")
     return _eval_like_iter0(ctx, ctx.dialect.fresh_config(
         model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
-        eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
+        eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name), base_eval=False,
         **_knobs(ctx, {}, seed),
     ))
 
@@ -170,12 +196,22 @@ def train_arm(
     ctx.dialect.write_toml(arm.rl_toml, config)  # deterministic from the run's files: rewriting is a no-op
     slurm_files, slurm_overrides, job_name = launch_extras(ctx.rd, ctx.cfg, arm.name)  # empty off SLURM
     cmd = engine_command(ctx.cfg) + ctx.dialect.rl_command_args([arm.rl_toml, *slurm_files], slurm_overrides, arm.prime_out)
-    start_step = get_path(config, ctx.dialect.key("ckpt.resume_step")) or 0  # a resumed arm's progress starts there
-    expect = JobExpectation(max_steps=max_steps, start_step=int(start_step), num_examples=num_examples, cap_hours=cap_hours)
+    start_step = ctx.dialect.resume_step_of(config)  # a resumed (or forked) arm's progress starts there
+    expect = JobExpectation(max_steps=max_steps, start_step=start_step, num_examples=num_examples, cap_hours=cap_hours)
     run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, before_launch=before_launch,
                  job_name=job_name)
+    require_final_checkpoint(arm, max_steps, f"move {arm.prime_out} aside and re-run with --restart")
     note_budget_in_force(arm, arm.rl_toml, quiet)
     return aggregate_eval(arm, step=max_steps, expected_examples=num_examples, rd=ctx.rd, key=record_name, rows=rows)
+
+
+def require_final_checkpoint(arm: ArmDir, step: int, fix: str) -> None:
+    """An arm is done when its job ended AND its final checkpoint is whole (the watcher waits for the end;
+    prime-rl writes that checkpoint last, after the final eval: `ArmDir.checkpoint_missing`)."""
+    missing = arm.checkpoint_missing(step)
+    if missing:
+        raise JobFailed(f"{arm.name}: the job ended after its final eval but its final checkpoint is not whole "
+                        f"({missing[0]} missing); later arms resume from it; {fix}")
 
 
 def note_budget_in_force(arm: ArmDir, toml: Path, quiet: bool) -> list[str]:
@@ -220,7 +256,7 @@ def train_resumed_arm(ctx: RunContext, arm: ArmDir, *, train_envs: list[dict], r
                                 seed=seed)
     return train_arm(ctx, arm, config, record_name=record_name or arm.name, num_examples=n_eval,
                      rows=rows, restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
-                     before_launch=lambda: stage(ctx.rd, arm, resume_step))
+                     before_launch=lambda: stage(ctx.rd, arm, resume_step, ctx.dialect))
 
 
 def retrain_with_seed(ctx: RunContext, src: ArmDir, dst: ArmDir, *, seed: int, record_name: str,
@@ -242,4 +278,4 @@ def retrain_with_seed(ctx: RunContext, src: ArmDir, dst: ArmDir, *, seed: int, r
     n_eval = n_eval if n_eval > 0 else ctx.cfg.eval_examples
     return train_arm(ctx, dst, config, record_name=record_name, num_examples=n_eval, rows=rows,
                      restart=restart, resume=resume, quiet=quiet, cap_hours=cap_hours,
-                     before_launch=lambda: stage(ctx.rd, dst, resume_step))
+                     before_launch=lambda: stage(ctx.rd, dst, resume_step, ctx.dialect))

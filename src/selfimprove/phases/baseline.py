@@ -28,7 +28,8 @@ from pathlib import Path
 
 from .. import scratchpad
 from ..engines import engine_command
-from ..engines.jobs import JobExpectation, JobResult, run_training
+from ..engines import preflight
+from ..engines.jobs import JobExpectation, JobResult, read_job, run_training
 from ..errors import ConfigError, EvalAggregationError, JobFailed, NoLearningSignal, RunDirError, UsageError
 from ..models import EvalSummary
 from ..resources import project_configs_dirs
@@ -40,6 +41,7 @@ from ..ui import console
 from . import holdout
 from .arms import note_budget_in_force
 from .bootstrap import check_init_from, init_from_source
+from .canonical_fit import shipped_for_another_model
 from .context import RunContext
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, evaluated_split, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
@@ -183,7 +185,14 @@ def find_canonical(ctx: RunContext, arm: ArmDir, explicit: str | None, quiet: bo
                                                   project_configs_dirs())
     if found is not None:
         renamed = _check_canonical(found, dialect)  # before copying: a bad file is named as the user's, and never frozen
-        if renamed:
+        refit = shipped_for_another_model(found, dialect.read_toml(found), cfg.model)
+        if refit is not None:
+            # the project's embedded config is the tiny student's (seq_len 256): a real model gets its own
+            data, why = refit
+            normalised, _ = dialect.normalise_aliases(data)
+            dialect.write_toml(frozen, normalised)
+            _note(quiet, f"iter_0: canonical config {found}: {why} in {frozen}")
+        elif renamed:
             # Old spellings (max_tokens) are moved to prime-rl's names in the copy, so the overlay's
             # max_completion_tokens replaces the value instead of landing beside it (refused by prime-rl).
             normalised, _ = dialect.normalise_aliases(dialect.read_toml(found))
@@ -247,6 +256,8 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
         overlay = dialect.deep_merge(overlay, holdout.train_envs_overlay(ctx, dialect.canonical_train_envs(canonical)))
         _note_line(quiet, f"iter_0: the env has no eval split: its first {n_eval} train rows are scored, so they are "
                           f"held out of training ({held['package']}, {held.get('train_rows_left')} train rows left)")
+    if held is None or held["in_sample"]:  # main: the canonical train sources, pinned to plain chat (stack/dialects.py)
+        overlay = dialect.deep_merge(overlay, dialect.train_sources_overlay(canonical))
     overrides = dialect.baseline_overrides(model=cfg.model, max_steps=steps, batch_size=cfg.batch_size,
                                            rollouts_per_example=cfg.rollouts_per_example, canonical=canonical)
     merged = dialect.deep_merge(dialect.deep_merge(canonical, overlay), overrides)
@@ -264,16 +275,31 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
     slurm_files, slurm_overrides, job_name = launch_extras(rd, cfg, arm.name)  # empty off SLURM
     cmd = engine_command(cfg) + dialect.rl_command_args([canonical_path, arm.eval_overlay, *slurm_files],
                                                         {**overrides, **slurm_overrides}, arm.prime_out)
+    if cfg.engine == "prime-rl" and read_job(arm) is None:  # before the first launch: prime-rl's own verdict, the GPUs
+        run_preflight(cmd[len(engine_command(cfg)):], on_slurm=job_name is not None, quiet=quiet)
     job = run_training(arm, cmd, expect, restart=restart, resume=resume, quiet=quiet, job_name=job_name)
     note_budget_cuts(arm, quiet)
-    if not arm.trainer_ckpt(steps).exists():
+    # done = the job ended (the watcher waits for it) AND its final checkpoint is whole: every later arm forks it
+    if arm.checkpoint_missing(steps):
         raise JobFailed(
-            f"iter_0: the job finished but saved no checkpoint {arm.trainer_ckpt(steps)}; Phase 3 has nothing to "
-            f"resume from; check [ckpt] interval in {arm.eval_overlay}, move {arm.prime_out} aside and re-run"
+            f"iter_0: the job finished but its final checkpoint is not whole ({arm.checkpoint_missing(steps)[0]} "
+            f"missing); Phase 3 has nothing to resume from; check [ckpt] interval in {arm.eval_overlay}, move "
+            f"{arm.prime_out} aside and re-run"
         )
     with abort_run_on_unparseable_eval(ctx, "iter_0"):
         summary = aggregate_eval(arm, step=steps, expected_examples=n_eval, source="trained", rd=rd, key="iter_0")
     return summary, job, ctx
+
+
+def run_preflight(argv: list[str], *, on_slurm: bool, quiet: bool) -> None:
+    """engines/preflight.py on iter_0's exact argv; PreflightRefused (one line) stops the run before any launch."""
+    if os.environ.get(preflight.SKIP_ENV, "").strip() not in ("", "0"):
+        _note_line(quiet, f"iter_0: preflight skipped ({preflight.SKIP_ENV} is set): prime-rl's `rl --dry-run` and "
+                          "the GPU check did not run")
+        return
+    needs = preflight.preflight(argv, on_slurm=on_slurm)
+    _note_line(quiet, f"iter_0: preflight: prime-rl's `rl --dry-run` accepts iter_0's config; {needs.line()}"
+                      + (f", weight broadcast {needs.weight_broadcast}" if needs.weight_broadcast else ""))
 
 
 def note_budget_cuts(arm: ArmDir, quiet: bool) -> list[str]:

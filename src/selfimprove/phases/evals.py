@@ -32,6 +32,7 @@ from ..models import EvalSummary, ExampleScore, HubEnv, IterRecord, RunConfig
 from ..rundir import CONTROL_ARMS, ArmDir, RunDir, write_model
 from ..stats import wilson_interval
 from .context import RunContext
+from .hf_model import build_v1_model
 
 TRAIN_MEAN_STEPS = 10  # train_reward_mean: over the last this-many train steps
 RULE_IS_CORRECT = "metrics.is_correct"
@@ -178,11 +179,36 @@ def train_trajectory(arm: ArmDir, bucket: int = 20) -> list[dict]:
 
 
 def checkpoint_path(arm: ArmDir, step: int) -> str | None:
-    """The arm's HF weights at `step` (what a user loads), else its trainer checkpoint, else None."""
-    for p in (arm.weights(step), arm.trainer_ckpt(step)):
-        if p.exists():
+    """The arm's model at `step` as a directory `transformers` loads (the seed's weights/step_N; in main's
+    layout, which has none, `<arm>/model/step_N` assembled from the final filesystem broadcast:
+    phases/hf_model.py), else its trainer checkpoint, else None."""
+    loadable = arm.weights(step) if arm.layout.hf_weights else build_v1_model(arm, step)
+    for p in (loadable, arm.trainer_ckpt(step)):
+        if p is not None and p.exists():
             return str(p)
     return None
+
+
+def eval_policy_step(arm: ArmDir, step: int) -> int | None:
+    """The policy version the eval labelled `step` scored. The seed evaluates checkpoint `step` itself. Main
+    triggers that eval right after batch step-1 ships, on whatever policy inference holds (<= step-1,
+    orchestrator.py:690 and 759); each eval episode records it (run.work.policy, orchestrator.py:919-924):
+    the oldest is the one that counts. None when the records do not say."""
+    if arm.layout.hf_weights:
+        return step
+    versions = set()
+    try:
+        with open(arm.eval_file(step), encoding="utf-8") as f:
+            for line in f:
+                try:
+                    policy = (((json.loads(line).get("run") or {}).get("work") or {}).get("policy") or {})
+                except (json.JSONDecodeError, AttributeError):
+                    continue
+                if isinstance(policy.get("start"), int):
+                    versions.add(policy["start"])
+    except OSError:
+        return None
+    return min(versions) if versions else None
 
 
 def summarize(arm: ArmDir, *, step: int, expected_examples: int, source: str = "trained",
@@ -214,6 +240,7 @@ def summarize(arm: ArmDir, *, step: int, expected_examples: int, source: str = "
         train_reward_steps=train_used,
         checkpoint=run_dir.rel(ckpt) if ckpt else None,
         final_step=step,
+        eval_policy_step=eval_policy_step(arm, step),
         source=source,
         eval_file=run_dir.rel(path),
         dropped_lines=dropped,
@@ -241,7 +268,8 @@ def record_summary(rd: RunDir, summary: EvalSummary, *, key: str | None = None, 
         arm=key, iter=_iter_of(key),
         eval_acc=summary.eval_acc, eval_reward_mean=summary.eval_reward_mean, n_eval=summary.n_eval,
         acc_ci95=summary.acc_ci95, train_reward_mean=summary.train_reward_mean, rows=rows,
-        checkpoint=summary.checkpoint, final_step=summary.final_step, source=summary.source, ts=time.time(),
+        checkpoint=summary.checkpoint, final_step=summary.final_step, eval_policy_step=summary.eval_policy_step,
+        source=summary.source, ts=time.time(),
         eval_split=evaluated_split(hub_env_of(rd)),
     )
     rd.record_arm(rec)

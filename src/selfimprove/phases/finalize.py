@@ -140,7 +140,8 @@ def _row(ctx: RunContext, arm: str, members: list[IterRecord], best_arm: str | N
         "n_seeds": len(members), "seeds": seeds, "acc_ci95": ci, "ci_kind": ci_kind,
         "n_eval": first.n_eval, "eval_reward_mean": sum(m.eval_reward_mean for m in members) / len(members),
         "checkpoint": _usable(first.checkpoint, rd), "checkpoint_rel": _relative(first.checkpoint, rd),
-        "final_step": first.final_step, "best": arm == best_arm, "eval_split": first.eval_split,
+        "final_step": first.final_step, "eval_policy_step": first.eval_policy_step,
+        "best": arm == best_arm, "eval_split": first.eval_split,
         "members": [{"arm": m.arm, "seed": seed, "eval_acc": m.eval_acc, "acc_ci95": list(m.acc_ci95),
                      "n_eval": m.n_eval, "checkpoint": _usable(m.checkpoint, rd), "checkpoint_rel": _relative(m.checkpoint, rd)}
                     for m, seed in zip(members, seeds)],
@@ -246,6 +247,19 @@ def _accuracy_rule(rd: RunDir) -> str | None:
     return None
 
 
+def eval_policy_note(rows: list[dict]) -> str | None:
+    """Which policy each arm's final eval scored, when it is not the final checkpoint's: prime-rl main
+    evaluates step max_steps right after batch max_steps-1 ships (orchestrator.py:690 and 759), on the
+    policy inference holds, so eval_acc measures v{<= max_steps-1} while the checkpoint column is v{max_steps}."""
+    off = [f"{r['arm']} scored v{r['eval_policy_step']} (checkpoint v{r['final_step']})" for r in rows
+           if r.get("eval_policy_step") is not None and r.get("final_step") is not None
+           and r["eval_policy_step"] != r["final_step"]]
+    if not off:
+        return None
+    return ("the final eval is not the final checkpoint's (prime-rl main evaluates max_steps before its last "
+            "train step): " + "; ".join(off))
+
+
 def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     lines = [f"{FINAL_HEADING} — {ts}", ""]
@@ -271,6 +285,8 @@ def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
                      + "; ".join(f"{e.arm}: {e.error}" for e in phase4_errors))
     if table.get("accuracy_rule"):
         lines.append(f"\nNote: {table['accuracy_rule']}")
+    if note := eval_policy_note(table["rows"]):
+        lines.append(f"\nNote: {note}")
     rec = table["recommendation"]
     if rec:
         lines.append(f"\nRecommendation ({rec['status']}): {rec['text']}")

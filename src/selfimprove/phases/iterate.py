@@ -17,7 +17,7 @@ stopped, and editing the generator re-runs exactly what depends on it.
     5 gate       every dataset rule, round trip, dedup, eval overlap, provenance vs failures.jsonl,
                  diversity axes                                  -> gate_report.json
     6 package    env package mirroring the real env, installed   -> package.json
-    7 stage      iter_0's final-step trees into prime_out        -> stage.json
+    7 stage      iter_0's final-step trees into prime_out        -> stage.json (seed; v1 forks with resume.dir)
     8 train      rl.toml, detached job, sealed eval aggregation  -> eval_summary.json
     9 record     scratchpad results, verdict vs noise            -> record.json
 

@@ -10,8 +10,11 @@ measures nothing. So baseline reads, from iter_0's own output:
 1. the first FIRST_TRAIN_STEPS train steps: per prompt group (same env and
    example id in a step), whether its rewards spread by more than SPREAD_EPS
    (with one rollout per prompt, whether the rewards spread across prompts);
-2. the step-0 eval of the base student (rewards only; eval rows stay sealed):
-   the standard deviation of its per-example rewards.
+2. the base-model eval (rewards only; eval rows stay sealed): the standard
+   deviation of its per-example rewards. The seed labels it step 0; prime-rl
+   main's steps are 1-indexed, so its base eval is rollouts/step_1/eval
+   (`OutputLayout.base_eval_step`; main orchestrator/types.py:27-30). The
+   record keeps its `eval_step0_*` names for both.
 
 Verdict: NO SIGNAL when the train groups' spread is (near) zero: the mean over
 groups of their reward standard deviation (the raw advantage scale GRPO sees) is
@@ -76,7 +79,7 @@ def learning_signal(arm: ArmDir) -> dict:
         spread = int(max(flat) - min(flat) > SPREAD_EPS)
         group_sd = statistics.pstdev(flat) if len(flat) > 1 else 0.0
     rewards: list[float] = []
-    step0 = eval_file(arm, 0)
+    step0 = eval_file(arm, arm.layout.base_eval_step)
     if step0.is_file():
         rows, _, _ = read_sealed(step0)
         rewards = [r for _, r, _ in rows]

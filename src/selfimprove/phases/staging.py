@@ -1,4 +1,7 @@
-"""Step 3d's staging: put iter_0's final-step trees into a resuming run's output dir.
+"""Step 3d's staging (the seed dialect): put iter_0's final-step trees into a resuming run's output dir.
+
+prime-rl main (the v1 dialect) needs none of this: an arm forks iter_0's checkpoint with main's
+own [resume] dir (configs/shared.py:55-72), and `check_fork_source` only checks it is whole.
 
 prime-rl looks for the resume step in ITS OWN output dir, so iter_0's trees
 must be there. Trees the engine only reads (trainer checkpoint, weights,
@@ -64,6 +67,16 @@ def stage_checkpoints(iter0: ArmDir, target: ArmDir, step: int) -> dict:
     record = {"step": step, "trees": trees, "seconds": round(time.perf_counter() - started, 3)}
     atomic_write_json(target.dir / "stage.json", record)
     return record
+
+
+def check_fork_source(iter0: ArmDir, step: int) -> None:
+    """prime-rl main forks iter_0 with [resume] dir = its checkpoints/step_F: nothing is staged, but the
+    checkpoint must be whole (the trainer's DCP dir and the orchestrator's progress.pt: orchestrator/ckpt.py:53)."""
+    ck = iter0.trainer_ckpt(step)
+    for need in (ck / "trainer", ck / "orchestrator" / "progress.pt"):
+        if not need.exists():
+            raise SelfImproveError(f"{need}: missing; iter_0's checkpoint step_{step} is not whole, so no arm can fork "
+                                   f"it (re-run baseline with --restart)")
 
 
 def is_staged(target: ArmDir, step: int) -> bool:

@@ -4,7 +4,7 @@
     <out>/logs/{trainer,orchestrator}.log                "Step N | ..." lines
     <out>/weights/step_N/                                HF save_pretrained (+ tokenizer files)
     <out>/checkpoints/step_N/trainer/{__0_0.distcp, .metadata}
-    <out>/run_default/checkpoints/step_N/orchestrator/{progress.json, state.pt}
+    <out>/run_default/checkpoints/step_N/orchestrator/progress.pt
     <out>/run_default/broadcasts/step_N/{model.safetensors, STABLE}
     <out>/run_default/rollouts/step_N/{train_rollouts.jsonl, eval_rollouts.jsonl}
 
@@ -23,8 +23,15 @@ utils/pathing.py and monitors/file.py): no `run_default/`, both checkpoint sides
 `checkpoints/step_N/{trainer,orchestrator}`, `broadcasts/step_N`, episodes in
 `rollouts/step_N/{train,eval}/{all,effective}/traces.jsonl` holding verifiers v1
 `Episode.to_record()` rows (`rl/episodes.py`), and one metrics row per step in `metrics.jsonl`.
-One difference remains: `weights/step_N` (HF weights, which main no longer writes) is kept,
-because the loop loads the final student from it.
+Main keeps its own rules there too:
+- no `weights/step_N`: main writes DCP checkpoints only (commit 29e422276 removed HF weights);
+- the orchestrator checkpoint is one `progress.pt` holding {"progress", "train_source": {"rng",
+  "envs"}} (orchestrator/ckpt.py:30-46, train_source.py:66-82), and a resume needs
+  `checkpoints/step_N/{trainer,orchestrator}` only: the trainer broadcasts the incoming policy
+  (v{N}) itself at start-up (trainer/rl/train.py:270-277), so no broadcast has to exist;
+- the filesystem broadcast writes `broadcasts/step_N/{model.safetensors, STABLE}` for v0 (or
+  v{resume}) at start-up and for every step, the final one included (train.py:575-598), and
+  deletes step N-2 unless it falls on the checkpoint interval (trainer/utils.py:349-363).
 """
 
 from __future__ import annotations
@@ -54,7 +61,7 @@ class Layout:
         self.layout = layout  # prime-rl 09e297743's tree (SEED_LAYOUT) or main 559b44772's (MAIN_LAYOUT)
         self.run_root = self.out / layout.run_subdir
 
-    def weights(self, n: int) -> Path:
+    def weights(self, n: int) -> Path:  # the seed's HF weights (main writes none)
         return self.out / "weights" / f"step_{n}"
 
     def trainer(self, n: int) -> Path:
@@ -95,8 +102,20 @@ class Layout:
         """Steps that have all three trees a resume needs."""
         return [n for n in self.ckpt_steps() if not self.missing_for_resume(n)]
 
-    def missing_for_resume(self, n: int) -> list[Path]:
-        need = [self.trainer(n) / TRAINER_FILE, self.orchestrator(n) / "progress.json", self.broadcast(n) / "STABLE"]
+    @property
+    def main(self) -> bool:
+        """prime-rl main's rules (no HF weights, progress.pt, resume without a broadcast)."""
+        return not self.layout.hf_weights
+
+    def missing_for_resume(self, n: int, root: Path | None = None) -> list[Path]:
+        """What a resume from step n lacks. Main needs the trainer and orchestrator checkpoints only (its
+        trainer re-broadcasts v{n} at start-up); the seed also needs the step's STABLE broadcast.
+        `root`: another run's `checkpoints/step_n` (main's resume.dir)."""
+        trainer = (root / "trainer") if root else self.trainer(n)
+        orch = (root / "orchestrator") if root else self.orchestrator(n)
+        need = [trainer / TRAINER_FILE, orch / "progress.pt"]
+        if not self.main:
+            need.append(self.broadcast(n) / "STABLE")
         return [p for p in need if not p.is_file()]
 
 
@@ -162,9 +181,19 @@ def save_trainer(lay: Layout, n: int, model, opt) -> None:
 
 
 def save_orchestrator(lay: Layout, n: int, progress: dict, state: dict) -> None:
+    """`progress` = {"cursors": {source name: {"epoch", "pos"}}, "seed"}; `state` = the RNG states.
+
+    One progress.pt, as both prime-rl versions name it. Main's shape (orchestrator/ckpt.py:40-46):
+    {"progress": {"step"}, "train_source": {"rng", "envs": {source name: its state}}}. The seed's
+    (09e297743 orchestrator/ckpt.py:41-43) is {"progress": ...}: the cursors and RNG states ride in it
+    (the seed's buffer/ dir, which holds its async rollout buffer, has no counterpart here)."""
     def fill(d: Path) -> None:
-        torch.save(state, d / "state.pt")
-        (d / "progress.json").write_text(json.dumps({"step": n, **progress}, indent=1) + "\n")  # last
+        if lay.main:
+            blob = {"progress": {"step": n, "seed": progress.get("seed")},
+                    "train_source": {"rng": state, "envs": dict(progress["cursors"])}}
+        else:
+            blob = {"progress": {"step": n, **progress, "rng": state}}
+        torch.save(blob, d / "progress.pt")
 
     _atomic_dir(lay.orchestrator(n), fill)
 
@@ -177,14 +206,23 @@ def prune(lay: Layout, keep_last: int | None, keep_interval: int | None, protect
     keep = set(steps[-keep_last:]) | protect
     if keep_interval:
         keep |= {s for s in steps if s % keep_interval == 0}
+    # main's checkpoint cleaning removes checkpoint dirs only; its broadcasts have their own rule (prune_broadcasts)
+    extra = [] if lay.main else [lay.weights, lay.broadcast]
     for s in steps:
         if s not in keep:
-            for p in (lay.out / "checkpoints" / f"step_{s}", lay.orchestrator(s).parent, lay.weights(s), lay.broadcast(s)):
+            for p in (lay.out / "checkpoints" / f"step_{s}", lay.orchestrator(s).parent, *(f(s) for f in extra)):
                 shutil.rmtree(p, ignore_errors=True)
 
 
-def prune_broadcasts(lay: Layout, current: int) -> None:
-    """Keep broadcasts of checkpoint steps (resume needs them) and of the current step only."""
+def prune_broadcasts(lay: Layout, current: int, ckpt_interval: int | None = None) -> None:
+    """The seed: keep broadcasts of checkpoint steps (its resume needs them) and of the current step only.
+    Main (trainer/utils.py:349-363 maybe_clean): delete step current-2 unless it is a multiple of the
+    checkpoint interval; so step_{max-1} and step_{max} always remain."""
+    if lay.main:
+        old = max(current - 2, 0)
+        if not (ckpt_interval and old % ckpt_interval == 0):
+            shutil.rmtree(lay.broadcast(old), ignore_errors=True)
+        return
     keep = set(lay.ckpt_steps()) | {current}
     for s in _steps(lay.run_root / "broadcasts"):
         if s not in keep:
@@ -211,7 +249,8 @@ def check_output_dir(lay: Layout, resume_step: int | None, max_steps: int, clean
             if not clean:
                 raise ConfigError(
                     f"{CONFIG_ERROR}: output dir {lay.out} already holds checkpoints ({lay.out / 'checkpoints'}); "
-                    f"resume with --ckpt.resume-step N, or pass --clean-output-dir to delete it and start over"
+                    + ("resume with --resume.step N (or --resume), or pass --clean to delete it and start over" if lay.main
+                       else "resume with --ckpt.resume-step N, or pass --clean-output-dir to delete it and start over")
                 )
         if clean and lay.out.exists():
             shutil.rmtree(lay.out)
@@ -237,15 +276,44 @@ def check_output_dir(lay: Layout, resume_step: int | None, max_steps: int, clean
     return resume_step
 
 
-def load_trainer(lay: Layout, n: int, model, opt) -> None:
-    blob = torch.load(lay.trainer(n) / TRAINER_FILE, weights_only=False)
+def fork_step(lay: Layout, resume_dir: Path, max_steps: int) -> int:
+    """Main's resume.dir (configs/shared.py:55-72): fork another run's `checkpoints/step_N` into this run.
+    Returns N; steps continue at N+1 and max_steps stays absolute (docs/training.md:289-303).
+    A relaunch after a crash points resume.dir at this run's own checkpoint, so the output dir may
+    hold checkpoints; its rollout and broadcast steps past N are cleared as on any resume."""
+    sweep_temp(lay)
+    m = re.fullmatch(r"step_(\d+)", Path(resume_dir).name)
+    if not m:  # main's own words (ResumeConfig.validate_step_xor_dir)
+        raise ConfigError(f"{CONFIG_ERROR}: resume.dir must point at a checkpoint step directory (`.../step_<N>`), "
+                          f"got '{resume_dir}'")
+    n = int(m.group(1))
+    if n >= max_steps:
+        raise ConfigError(f"{CONFIG_ERROR}: resume.dir is step {n} but max_steps = {max_steps}: max_steps is ABSOLUTE; "
+                          f"set it above the checkpoint's step")
+    missing = lay.missing_for_resume(n, root=Path(resume_dir))
+    if missing:  # main's orchestrator/ckpt.py:53 and the trainer's DCP load fail the same way
+        raise ConfigError(f"{CONFIG_ERROR}: cannot fork resume.dir {resume_dir}: checkpoint not found at {missing[0]}")
+    for root in (lay.run_root / "rollouts", lay.run_root / "broadcasts"):
+        for s in _steps(root):
+            if s > n:
+                shutil.rmtree(root / f"step_{s}", ignore_errors=True)
+    return n
+
+
+def load_trainer(lay: Layout, n: int, model, opt, root: Path | None = None) -> None:
+    blob = torch.load(((root / "trainer") if root else lay.trainer(n)) / TRAINER_FILE, weights_only=False)
     model.load_state_dict(blob["model"])
     opt.load_state_dict(blob["optimizer"])
     random.setstate(blob["python_rng"])
     torch.set_rng_state(blob["torch_rng"])
 
 
-def load_orchestrator(lay: Layout, n: int) -> tuple[dict, dict]:
-    progress = json.loads((lay.orchestrator(n) / "progress.json").read_text())
-    state = torch.load(lay.orchestrator(n) / "state.pt", weights_only=False)
-    return progress, state
+def load_orchestrator(lay: Layout, n: int, root: Path | None = None) -> tuple[dict, dict]:
+    """(progress as save_orchestrator took it, RNG state); `root`: another run's checkpoints/step_n."""
+    d = (root / "orchestrator") if root else lay.orchestrator(n)
+    blob = torch.load(d / "progress.pt", weights_only=False)
+    if lay.main:
+        return {"step": blob["progress"]["step"], "seed": blob["progress"].get("seed"),
+                "cursors": blob["train_source"]["envs"]}, blob["train_source"]["rng"]
+    progress = dict(blob["progress"])
+    return progress, progress.pop("rng")

@@ -2,7 +2,8 @@
 
     selfimprove-rl @ configs/selfimprove-arith/rl.toml --output-dir out
     selfimprove-rl @ rl.toml @ overlay.toml --max-steps 20 --orchestrator.batch-size 64 --output-dir out
-    selfimprove-rl @ rl.toml --ckpt.resume-step -1 --max-steps 200 --output-dir out
+    selfimprove-rl @ rl.toml --ckpt.resume-step -1 --max-steps 200 --output-dir out    # seed dialect
+    selfimprove-rl @ rl.toml --resume.step 100 --output-dir out --run.name prime_out   # prime-rl main
     selfimprove-rl @ rl.toml @ slurm.toml --output-dir out     # [slurm]: sbatch it, print the job id, exit 0
 
 Files deep-merge left to right, CLI flags win, lists are replaced whole (the
@@ -40,12 +41,13 @@ def main(argv: list[str] | None = None) -> int:
         dialect = dialect_of_argv(argv)  # prime-rl seed-era or >= 0.8 keys: both are read
         if (slurm := wants_slurm(argv, dialect)) is not None:  # as prime-rl's rl: write an sbatch script, submit it
             return submit(argv, dialect, *slurm)  # before torch is imported: 0.2 s a launch, not 5
-        from .config import engine_view, resolve
+        from .config import engine_view, main_extras, resolve
         from .train import run
 
         raw, _files = dialect.parse_rl_argv(argv)
+        extras = main_extras(raw) if dialect.spells_v08 else {}
         raw = engine_view(raw, dialect)
-        cfg = resolve(raw).model_copy(update={"layout": dialect.layout, "tasksets": dialect.trains_tasksets})
+        cfg = resolve(raw).model_copy(update={"layout": dialect.layout, "tasksets": dialect.trains_tasksets, **extras})
         run(cfg, raw)
     except SelfImproveError as e:
         print(f"selfimprove-rl: {e}", file=sys.stderr)

@@ -121,6 +121,8 @@ class EngineConfig(BaseModel):
     betas: tuple[float, float] = (0.9, 0.99)
     max_norm: float = 1.0
     layout: OutputLayout = SEED_LAYOUT  # the output tree of the config's prime-rl version (the dialect's)
+    resume_dir: Path | None = None  # main's resume.dir: another run's checkpoints/step_N to fork (main_extras)
+    skip_progress: bool = False  # main's [orchestrator.ckpt] skip_progress: do not restore the train-source state
     tasksets: bool = False  # sources are verifiers v1 Tasksets (the v1 dialect), not classic envs
     kl_coef: float = 0.0  # k3 KL to the start-of-run weights (engine knob, off by default)
     clip_eps: float = 0.2  # PPO ratio clip (one update per batch: ratio is 1, clip inactive)
@@ -304,8 +306,8 @@ def engine_view(cfg: dict, dialect) -> dict:
     out["orchestrator"] = orch
     if isinstance(src.get("ckpt"), dict) or isinstance(src.get("resume"), dict):
         out["ckpt"] = dict(src.get("ckpt") or {})
-        if isinstance(src.get("resume"), dict):
-            out["ckpt"]["resume_step"] = -1  # replaced below when [resume] names a step
+        if isinstance(src.get("resume"), dict) and get_path(src, "resume.dir") is None:
+            out["ckpt"]["resume_step"] = -1  # replaced below when [resume] names a step (a dir: main_extras)
     for group in ("train", "eval"):
         table = get_path(src, f"orchestrator.{group}")
         if isinstance(table, dict):
@@ -344,3 +346,32 @@ def resolved_tomls(cfg: dict) -> dict[str, dict]:
     if isinstance(cfg.get("inference"), dict):
         out["inference"] = {"model": cfg.get("model", {}), **cfg["inference"]}
     return out
+
+
+
+def main_extras(cfg: dict) -> dict:
+    """EngineConfig fields that only a prime-rl >= 0.8 config has, read from it before `engine_view`:
+    `resume_dir` (resume.dir, configs/shared.py:55-72) and `skip_progress` ([orchestrator.ckpt]
+    skip_progress, orchestrator/ckpt.py:58-67).
+
+    Refuses a source whose agent is not pinned to plain chat in a subprocess: in main an unset
+    harness resolves to the taskset's bundled one, else verifiers' `bash` (verifiers a60a606ec
+    v1/configs/env.py:159-166), in a Prime sandbox VM (runtime default `prime`, vm = true). This
+    engine only samples one chat reply, so accepting such a config would train on something the
+    GPU run would not do; the tool's builders pin plain chat in every source (stack/dialects.PLAIN_CHAT).
+    """
+    for group in ("train", "eval"):
+        for i, source in enumerate(get_path(cfg, f"orchestrator.{group}.source") or []):
+            agent = get_path(source, "env.agent") or {}
+            harness = get_path(agent, "harness.id")
+            runtime = get_path(agent, "runtime.type")
+            if harness != "null" or runtime != "subprocess":
+                where = f"[[orchestrator.{group}.source]] #{i + 1} ({get_path(source, 'env.taskset.id')})"
+                raise ConfigError(
+                    f"{CONFIG_ERROR}: {where}: env.agent.harness.id = {harness!r}, env.agent.runtime.type = {runtime!r}: "
+                    "the CPU engine runs plain chat only; unpinned, prime-rl main runs verifiers' bash harness in a "
+                    "Prime sandbox VM; set [...env.agent.harness] id = \"null\" and [...env.agent.runtime] "
+                    "type = \"subprocess\" (as prime-rl's examples/basic/reverse-text/rl.toml)")
+    rdir = get_path(cfg, "resume.dir")
+    return {"resume_dir": Path(str(rdir)) if rdir is not None else None,
+            "skip_progress": is_true(get_path(cfg, "orchestrator.ckpt.skip_progress", False))}

@@ -29,7 +29,8 @@ from .checkpoint import write_jsonl
 RUN_ID = "selfimprove-rl"
 
 
-def episode_record(rec: dict, *, kind: str, step: int, group_id: str, advantage: float | None = None) -> dict:
+def episode_record(rec: dict, *, kind: str, step: int, group_id: str, advantage: float | None = None,
+                   policy: int | None = None) -> dict:
     """The `Episode.to_record()` dict of one engine rollout record (it carries `_task`, `_ids`, `_trace`)."""
     import verifiers.v1 as vf
     from verifiers.v1.episode import EnvInfo, EvalWorkInfo, GroupInfo, TrainRunInfo, TrainWorkInfo
@@ -56,7 +57,9 @@ def episode_record(rec: dict, *, kind: str, step: int, group_id: str, advantage:
     trace.stop_condition = "max_output_tokens" if rec["is_truncated"] else "completed"
     if advantage is not None:  # prime-rl stamps the scalar advantage on effective train traces
         trace.info = {**trace.info, "advantage": advantage}
-    work = (TrainWorkInfo if kind == "train" else EvalWorkInfo)(step=step)
+    # the policy version that sampled it (main's provenance: eval_work(episode).policy, orchestrator.py:919-924)
+    span = vf.PolicySpan(start=policy, end=policy) if policy is not None else None
+    work = (TrainWorkInfo if kind == "train" else EvalWorkInfo)(step=step, policy=span)
     # one id per rollout, so its all/ and effective/ rows are the same episode, as in prime-rl
     episode_id = rec.setdefault("_episode_id", uuid.uuid4().hex)
     episode = vf.Episode(id=episode_id, env=EnvInfo(id=rec["_env_id"], name=rec["env_name"]), task=trace.task,
@@ -66,7 +69,7 @@ def episode_record(rec: dict, *, kind: str, step: int, group_id: str, advantage:
 
 
 def episode_rows(records: list[dict], kind: str, step: int, group_size: int,
-                 counts: list[bool]) -> tuple[list[dict], list[dict]]:
+                 counts: list[bool], policy: int | None = None) -> tuple[list[dict], list[dict]]:
     """(all, effective) Episode records of one step's rollouts of one source.
 
     `records` are grouped by prompt, `group_size` rollouts each (the GRPO group is the Episode
@@ -75,10 +78,11 @@ def episode_rows(records: list[dict], kind: str, step: int, group_size: int,
     all_rows, effective_rows = [], []
     for i, (rec, counted) in enumerate(zip(records, counts)):
         group_id = f"{rec['env_name']}-{kind}-{step}-{i // group_size}"
-        all_rows.append(episode_record(rec, kind=kind, step=step, group_id=group_id))
+        all_rows.append(episode_record(rec, kind=kind, step=step, group_id=group_id, policy=policy))
         if counted and not rec.get("error"):
             advantage = rec.get("advantage") if kind == "train" else None
-            effective_rows.append(episode_record(rec, kind=kind, step=step, group_id=group_id, advantage=advantage))
+            effective_rows.append(episode_record(rec, kind=kind, step=step, group_id=group_id, advantage=advantage,
+                                                 policy=policy))
     return all_rows, effective_rows
 
 

@@ -81,8 +81,9 @@ def render(slurm: dict, cfg_path: Path, run_dir: Path) -> str:
     env = Environment(loader=FileSystemLoader(str(template.parent)), keep_trailing_newline=True,
                       undefined=StrictUndefined)
     command = shlex.join([sys.executable, "-m", "selfimprove.rl.cli", "@", str(cfg_path)])
+    sync = shlex.join([sys.executable, "-m", "selfimprove.rl.exact_sync", str(run_dir)])  # prime-rl's `uv sync` line
     return env.get_template(template.name).render(
         **{k: v for k, v in values.items() if k not in ("template_path", "project_dir")},
         project_dir=str(Path(values["project_dir"]).resolve()), config_path=str(cfg_path),
-        output_dir=str(run_dir), command=command, cpus_per_task=1,
+        output_dir=str(run_dir), command=command, sync_command=sync, cpus_per_task=1,
     )

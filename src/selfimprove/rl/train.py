@@ -24,8 +24,8 @@ from ..errors import ConfigError
 from ..rundir import atomic_write_text
 from ..stack.toml_paths import CONFIG_ERROR
 from ..student_limits import BUDGET_FILE, chat_prompt_lengths
-from .checkpoint import (Layout, check_output_dir, load_orchestrator, load_trainer, prune, prune_broadcasts,
-                         save_broadcast, save_orchestrator, save_trainer, save_weights, write_jsonl)
+from .checkpoint import (Layout, check_output_dir, fork_step, load_orchestrator, load_trainer, prune,
+                         prune_broadcasts, save_broadcast, save_orchestrator, save_trainer, save_weights, write_jsonl)
 from .episodes import episode_rows, write_episodes
 from .config import EngineConfig, ignored_keys, resolved_tomls
 from .grpo import grpo_step
@@ -152,7 +152,10 @@ def requeued_resume_step(lay: Layout, resume_step: int | None) -> int | None:
 
 def run(cfg: EngineConfig, raw: dict) -> None:
     lay = Layout(cfg.output_dir, cfg.layout)
-    start = check_output_dir(lay, requeued_resume_step(lay, cfg.resume_step), cfg.max_steps, cfg.clean_output_dir)
+    if cfg.resume_dir is not None:
+        start = fork_step(lay, cfg.resume_dir, cfg.max_steps)
+    else:
+        start = check_output_dir(lay, requeued_resume_step(lay, cfg.resume_step), cfg.max_steps, cfg.clean_output_dir)
     lay.out.mkdir(parents=True, exist_ok=True)
     for name, table in resolved_tomls(raw).items():
         atomic_write_text(lay.configs / f"{name}.toml", tomli_w.dumps(table))
@@ -204,16 +207,17 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
     cursors = source_cursors(cfg.seed, train)
     step = 0
     if start is not None:
-        load_trainer(lay, start, model, opt)
-        progress, _ = load_orchestrator(lay, start)
-        for name, c in progress["cursors"].items():
-            if name in cursors:
-                cursors[name].epoch, cursors[name].pos = c["epoch"], c["pos"]
+        load_trainer(lay, start, model, opt, root=cfg.resume_dir)
+        restore_sources(lay, cfg, start, cursors, olog)
         step = start
-        olog.info(f"Resumed from step {start} ({lay.trainer(start)})")
+        olog.info(f"Resumed from step {start} ({cfg.resume_dir or lay.trainer(start)})")
+    if lay.main:  # the trainer's start-up broadcast of the incoming policy: v0, or v{resume} (rl/train.py:270-277)
+        save_broadcast(lay, step, model)
 
-    def evaluate(n: int) -> None:
+    def evaluate(n: int, policy: int) -> None:
+        """Evaluate the model in hand (policy version `policy`) and label the rollouts step `n`."""
         t0 = time.time()
+        metrics: dict = {}
         rows, episodes, effective = [], [], []
         for s in evals:
             rpe = s.rollouts_per_example or cfg.eval.rollouts_per_example
@@ -222,22 +226,30 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
                                 max_tokens=eval_tokens, generator=gen)
             mean = sum(r["reward"] for r in recs) / max(1, len(recs))
             olog.info(f"Evaluated {s.name} at step {n} | Avg@{rpe}: {mean:.4f} | Examples: {len(s.rows)} | "
-                      f"Time: {time.time() - t0:.2f}s")
+                      f"Policy: v{policy} | Time: {time.time() - t0:.2f}s")
+            metrics |= {f"eval/{s.name}/reward/mean": mean, f"eval/{s.name}/policy_version": float(policy)}
             if lay.layout.traces:  # eval effective = the rollouts that did not error
-                a, e = episode_rows(recs, "eval", n, rpe, [True] * len(recs))
+                a, e = episode_rows(recs, "eval", n, rpe, [True] * len(recs), policy=policy)
                 episodes, effective = episodes + a, effective + e
             else:
                 rows += [strip_private(r) for r in recs]
+        if lay.metrics_file is not None:  # main logs eval/<env>/policy_version per eval (orchestrator.py:919-935)
+            _append_metrics(lay.metrics_file, n, metrics)
         if lay.layout.traces:
             write_episodes(lay.rollouts(n), "eval", episodes, effective)
         else:
             write_jsonl(lay.eval_file(n), rows)
 
-    if cfg.eval:
+    if cfg.eval and lay.main:
+        # Main's first eval trigger fires at start-up, labelled progress.step = 1, on v0, unless skip_first_step;
+        # a resumed run never re-runs it (orchestrator/eval_source.py:40-55).
         if start is None and cfg.eval.eval_base_model:
-            evaluate(0)
+            evaluate(lay.layout.base_eval_step, policy=0)
+    elif cfg.eval:
+        if start is None and cfg.eval.eval_base_model:
+            evaluate(0, policy=0)
         elif start is not None and not cfg.eval.skip_eval_on_resume and start % cfg.eval.interval == 0:
-            evaluate(start)
+            evaluate(start, policy=start)
 
     while step < cfg.max_steps:
         step += 1
@@ -251,16 +263,21 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
         records = run_rollouts(model, tok, chosen, n=cfg.rollouts_per_example, temperature=cfg.temperature,
                                max_tokens=train_tokens, generator=gen)
         t_gen = time.time() - t0
+        if cfg.eval and lay.main and (step + 1) % cfg.eval.interval == 0:
+            # Main triggers the eval of step S+1 right after batch S ships, before the trainer has trained on
+            # it, so inference holds v{S-1} at best (orchestrator.py:690 and 759; no forced eval at max_steps):
+            # the eval of max_steps scores v{max_steps-1}-at-best, never the final policy.
+            evaluate(step + 1, policy=step - 1)
         stats = grpo_step(model, opt, records, cfg.rollouts_per_example, pad_id=tok.pad_token_id, max_norm=cfg.max_norm,
                           clip_eps=cfg.clip_eps, kl_coef=cfg.kl_coef, ref_model=ref_model)
         t_upd = time.time() - t0 - t_gen
-        if lay.layout.traces:
+        if lay.layout.traces:  # after the update: grpo_step marks what it trained on (the effective subset)
             write_episodes(lay.rollouts(step), "train", *episode_rows(
                 records, "train", step, cfg.rollouts_per_example, [bool(r.get("_trained")) for r in records]))
         else:
             write_jsonl(lay.train_file(step), [strip_private(r) for r in records])
         save_broadcast(lay, step, model)
-        prune_broadcasts(lay, step)
+        prune_broadcasts(lay, step, cfg.ckpt_interval if cfg.ckpt else None)
 
         dt = time.time() - t0
         rewards = [r["reward"] for r in records]
@@ -277,19 +294,42 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
             _append_metrics(lay.metrics_file, step, {"reward/mean": sum(rewards) / len(rewards), "loss": stats["loss"],
                                                      "grad_norm": stats["grad_norm"], "time/step": dt})
 
-        if cfg.eval and (step % cfg.eval.interval == 0 or step == cfg.max_steps):
-            evaluate(step)
+        if cfg.eval and not lay.main and (step % cfg.eval.interval == 0 or step == cfg.max_steps):
+            evaluate(step, policy=step)
         if cfg.ckpt and ((cfg.ckpt_interval and step % cfg.ckpt_interval == 0) or step == cfg.max_steps):
             t1 = time.time()
-            save_weights(lay, step, model, tok)
+            if lay.layout.hf_weights:
+                save_weights(lay, step, model, tok)
             save_trainer(lay, step, model, opt)
             save_orchestrator(lay, step, {"cursors": {k: c.state() for k, c in cursors.items()}, "seed": cfg.seed},
                               {"python_rng": random.getstate(), "torch_rng": torch.get_rng_state()})
-            save_broadcast(lay, step, model)  # (re)written so its STABLE exists with the checkpoint
+            if not lay.main:
+                save_broadcast(lay, step, model)  # (re)written so its STABLE exists with the checkpoint
             prune(lay, cfg.keep_last, cfg.keep_interval, protect={step})
             tlog.info(f"Saved checkpoint at step {step} to {lay.trainer(step)} ({time.time() - t1:.2f}s)")
     tlog.info(f"RL trainer finished! ({time.time() - t_run:.1f}s)")
     olog.info(f"Orchestrator finished. ({time.time() - t_run:.1f}s)")
+
+
+def restore_sources(lay: Layout, cfg: EngineConfig, start: int, cursors: dict, olog: Log) -> None:
+    """Restore the train-source state (the per-source cursors) of checkpoint `start`.
+
+    Main restores it unless [orchestrator.ckpt] skip_progress (orchestrator/ckpt.py:58-67), and refuses a
+    checkpoint whose source names differ from the configured ones with its own words
+    (orchestrator/train_source.py:73-82): forking iter_0 into an arm that trains on other sources needs
+    skip_progress. The seed restores the cursors of the names both share."""
+    progress, _ = load_orchestrator(lay, start, root=cfg.resume_dir)
+    saved = progress["cursors"]
+    if lay.main and cfg.skip_progress:
+        olog.info("Skipping progress and train source loading from checkpoint")
+        return
+    if lay.main and set(saved) != set(cursors):
+        raise ConfigError(f"Train-source checkpoint envs {sorted(saved)} do not match configured envs "
+                          f"{sorted(cursors)} (prime-rl main orchestrator/train_source.py:78-82; set "
+                          "[orchestrator.ckpt] skip_progress = true to start the new sources afresh)")
+    for name, c in saved.items():
+        if name in cursors:
+            cursors[name].epoch, cursors[name].pos = c["epoch"], c["pos"]
 
 
 def _append_metrics(path, step: int, metrics: dict) -> None:

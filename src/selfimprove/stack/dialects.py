@@ -79,16 +79,33 @@ def seed_env_block(block: dict) -> dict:
     return copy.deepcopy(block)
 
 
+# verifiers' plain single-turn chat run in a local subprocess: what prime-rl's own example pins
+# (examples/basic/reverse-text/rl.toml:18-28). Unpinned, main resolves a source's harness to the taskset's
+# bundled one, else verifiers' `bash` (verifiers a60a606ec v1/configs/env.py:159-166), in a Prime sandbox VM
+# (runtime default `prime`, vm = true): another task, which fails without Prime credentials.
+PLAIN_CHAT = {"harness": {"id": "null"}, "runtime": {"type": "subprocess"}}
+
+
+def pin_plain_chat(src: dict) -> dict:
+    """`src` (a v0.8 source) with env.agent.harness / env.agent.runtime set to PLAIN_CHAT where it sets
+    none; an agent the config pins itself is kept (the CPU engine refuses any other)."""
+    agent = src.setdefault("env", {}).setdefault("agent", {})
+    for key, table in PLAIN_CHAT.items():
+        if not agent.get(key):
+            agent[key] = dict(table)
+    return src
+
+
 def source(block: dict) -> dict:
     """One [[...source]] block from a seed-shaped env block ({"id", "args", "name", "ratio",
     "num_examples", "rollouts_per_example"}).
 
     A block that already holds `env` is a v0.8 source (a v0.8 canonical config's) and is kept
-    verbatim. The env args become fields of the taskset's config, beside its id; the harness is
-    prime-rl's plain chat (null).
+    verbatim but for the agent. The env args become fields of the taskset's config, beside its id;
+    the agent is pinned to plain chat in a subprocess (PLAIN_CHAT) unless the block pins one.
     """
     if "env" in block:
-        return copy.deepcopy(block)
+        return pin_plain_chat(copy.deepcopy(block))
     unknown = sorted(set(block) - {"id", "args", "name", "ratio", "num_examples", "rollouts_per_example"})
     if unknown:
         raise ConfigError(f"{CONFIG_ERROR}: env block key '{unknown[0]}' has no v0.8 source equivalent; drop it")
@@ -99,6 +116,7 @@ def source(block: dict) -> dict:
     if block.get("name"):
         out["name"] = block["name"]
     out["env"] = {"taskset": {"id": block["id"], **copy.deepcopy(args)}}
+    pin_plain_chat(out)
     for seed_key, key in (("ratio", "ratio"), ("num_examples", "num_examples"), ("rollouts_per_example", "group_size")):
         if block.get(seed_key) is not None:
             out[key] = block[seed_key]
@@ -170,6 +188,8 @@ V1 = Dialect(
             checks.check_monitors_offline, checks.check_renderer_named),
     foreign_key_fix="(prime-rl >= 0.8, prime-rl@559b44772); rename it, or run with --stack seed for an older prime-rl",
     foreign_name="seed-dialect (prime-rl < 0.8)",
+    weight_broadcast={"type": "filesystem"},
+    forks_with_resume_dir=True,
 )
 
 DIALECTS: dict[str, Dialect] = {d.NAME: d for d in (SEED, V1)}

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Callable
@@ -78,6 +78,14 @@ class Dialect:
     checks: tuple[Callable[..., None], ...]  # this dialect's cross-field rules (prime_rl_checks.py)
     foreign_key_fix: str  # the fix named when a key of the other dialect arrives
     foreign_name: str  # how that error names the other dialect
+    # [weight_broadcast] every arm pins ({} = prime-rl's default): main's default with [inference] is NCCL,
+    # which writes no broadcasts/step_N files (configs/rl.py:456-460); filesystem writes every step's
+    # HF-named safetensors, the final one included (rl/train.py:582-586), legal on one node with
+    # [inference] (entrypoints/rl.py:490-494).
+    weight_broadcast: dict = field(default_factory=dict)
+    # an arm resumed from iter_0 forks iter_0's checkpoint with prime-rl's own [resume] dir
+    # (main configs/shared.py:55-72) instead of having iter_0's trees staged into its output dir
+    forks_with_resume_dir: bool = False
 
     # Phases read and merge configs through the run's dialect object; both are dialect-neutral.
     read_toml = staticmethod(read_toml)
@@ -105,6 +113,28 @@ class Dialect:
             if (key := ".".join(parts[:i])) in table:
                 return f"'{path}' is a {self.foreign_name} key; here it is {table[key]}"
         return None
+
+    def resume_step_of(self, config: dict) -> int:
+        """The step an arm config resumes from (0 = a fresh run): ckpt.resume_step / resume.step, or the
+        step of main's resume.dir (its name is step_N: configs/shared.py:63-72)."""
+        step = get_path(config, self.key("ckpt.resume_step"))
+        rdir = get_path(config, "resume.dir") if self.spells_v08 else None
+        if step is None and rdir is not None:
+            step = int(Path(str(rdir)).name.removeprefix("step_"))
+        return int(step or 0)
+
+    def resume_flags(self, config: dict, step: int, own_checkpoint: Path) -> list[str]:
+        """The flags a crashed arm is relaunched with to resume from its own checkpoint `step`.
+
+        The seed: --ckpt.resume-step N. Main has no ckpt.resume_step ("Extra inputs are not permitted ...
+        did you mean --resume?"): --resume.step N (docs/training.md:289-299), or, for an arm that forks
+        another run with resume.dir (which excludes resume.step: configs/shared.py:58-63), resume.dir
+        pointed at its own checkpoints/step_N with the train-source state restored (its own sources)."""
+        if not self.spells_v08:
+            return ["--ckpt.resume-step", str(step)]
+        if get_path(config, "resume.dir") is not None:
+            return ["--resume.dir", str(own_checkpoint), "--no-orchestrator.ckpt.skip-progress"]
+        return ["--resume.step", str(step)]
 
     def training_seed_key(self) -> str:
         """Where this dialect keeps the training seed (a seed replicate changes only this key)."""
@@ -289,10 +319,23 @@ class Dialect:
         whole), so iter_0 is evaluated on exactly what every later arm is.
         """
         _positive(max_steps=max_steps, max_completion_tokens=max_completion_tokens)
-        return {
-            "ckpt": {"interval": max(1, max_steps // ITER0_CHECKPOINTS), "keep_last": 1},
-            "orchestrator": {"eval": self._eval_table(max_steps, max_completion_tokens, eval_env_id, eval_env_args, num_examples)},
-        }
+        overlay: dict[str, Any] = {"ckpt": {"interval": max(1, max_steps // ITER0_CHECKPOINTS), "keep_last": 1}}
+        if self.weight_broadcast:
+            overlay["weight_broadcast"] = copy.deepcopy(self.weight_broadcast)
+        overlay["orchestrator"] = {"eval": self._eval_table(max_steps, max_completion_tokens, eval_env_id, eval_env_args,
+                                                            num_examples)}
+        return overlay
+
+    def train_sources_overlay(self, canonical: dict) -> dict:
+        """iter_0's overlay fragment that re-writes the canonical config's train blocks through `shape_env`
+        (main: each source pinned to plain chat in a subprocess), or {} when that changes nothing (the seed).
+        A list in an overlay replaces the canonical list whole."""
+        envs = self.canonical_train_envs(canonical)
+        shaped = [self.shape_env(b) for b in envs]
+        overlay: dict[str, Any] = {}
+        if shaped != envs:
+            set_path(overlay, self.key("orchestrator.train.env"), shaped)
+        return overlay
 
     def baseline_overrides(self, *, model: str, max_steps: int, batch_size: int, rollouts_per_example: int,
                            canonical: dict | None = None) -> dict:
@@ -313,8 +356,15 @@ class Dialect:
                       train_envs: list[dict], eval_env_id: str, eval_env_args: dict, num_examples: int,
                       seq_len: int | None = None, train_max_tokens: int | None = None, eval_max_tokens: int | None = None,
                       lr: float | None = None, wandb: dict | None = None, renderer: str | dict | None = None,
-                      seed: int | None = None, temperature: float | None = None) -> dict:
+                      seed: int | None = None, temperature: float | None = None,
+                      fork_from: Path | None = None, skip_progress: bool = False) -> dict:
         """rl.toml of an arm that resumes from iter_0's checkpoint (iter_N, Run A, Run C).
+
+        Main (`forks_with_resume_dir`): `fork_from` = iter_0's `checkpoints/step_<resume_step>` becomes
+        [resume] dir (the fork, configs/shared.py:55-72), and `skip_progress` sets [orchestrator.ckpt]
+        skip_progress = true: the arm's train sources differ from iter_0's and main's orchestrator
+        refuses to restore their state otherwise (orchestrator/train_source.py:78-82, ckpt.py:58-67).
+        Without `fork_from` (or in the seed) the arm resumes with the resume step, from staged trees.
 
         max_steps = resume_step + new_steps (ABSOLUTE); the resume step, [ckpt] interval = new_steps
         (prime-rl also saves at max_steps); [orchestrator.eval] interval = max_steps, so the arm is
@@ -329,8 +379,11 @@ class Dialect:
         if not isinstance(resume_step, int) or isinstance(resume_step, bool) or resume_step < 1:
             raise ConfigError(f"{CONFIG_ERROR}: {self.key('ckpt.resume_step')} = {resume_step!r}: must be the integer step of iter_0's checkpoint (>= 1)")
         _positive(new_steps=new_steps)
+        if fork_from is not None and Path(fork_from).name != f"step_{resume_step}":
+            raise ConfigError(f"{CONFIG_ERROR}: resume dir {fork_from} is not the checkpoint of step {resume_step}")
         return self._arm_config(
-            start_step=resume_step, model=model, new_steps=new_steps, batch_size=batch_size,
+            fork_from=Path(fork_from) if fork_from is not None and self.forks_with_resume_dir else None,
+            skip_progress=skip_progress, start_step=resume_step, model=model, new_steps=new_steps, batch_size=batch_size,
             rollouts_per_example=rollouts_per_example, train_envs=train_envs, eval_env_id=eval_env_id,
             eval_env_args=eval_env_args, num_examples=num_examples, seq_len=seq_len, train_max_tokens=train_max_tokens,
             eval_max_tokens=eval_max_tokens, lr=lr, wandb=wandb, renderer=renderer, seed=seed, temperature=temperature,
@@ -340,8 +393,11 @@ class Dialect:
                      train_envs: list[dict], eval_env_id: str, eval_env_args: dict, num_examples: int,
                      seq_len: int | None = None, train_max_tokens: int | None = None, eval_max_tokens: int | None = None,
                      lr: float | None = None, wandb: dict | None = None, renderer: str | dict | None = None,
-                     seed: int | None = None, temperature: float | None = None, clean_output_dir: bool = False) -> dict:
+                     seed: int | None = None, temperature: float | None = None, clean_output_dir: bool = False,
+                     base_eval: bool = True) -> dict:
         """rl.toml of an arm trained from the base model (Run B): no resume step, max_steps = new_steps.
+        `base_eval=False` skips the start-up eval of the base model (main's skip_first_step, the seed's
+        eval_base_model = false).
 
         Knobs and defaults as in `resume_config`. `clean_output_dir=True` lets a retried run start
         over in an output dir that already holds checkpoints (prime-rl then deletes that dir).
@@ -351,14 +407,15 @@ class Dialect:
             rollouts_per_example=rollouts_per_example, train_envs=train_envs, eval_env_id=eval_env_id,
             eval_env_args=eval_env_args, num_examples=num_examples, seq_len=seq_len, train_max_tokens=train_max_tokens,
             eval_max_tokens=eval_max_tokens, lr=lr, wandb=wandb, renderer=renderer, seed=seed, temperature=temperature,
-            clean_output_dir=clean_output_dir,
+            clean_output_dir=clean_output_dir, base_eval=base_eval,
         )
 
     def _arm_config(self, *, start_step: int, model: str, new_steps: int, batch_size: int, rollouts_per_example: int,
                     train_envs: list[dict], eval_env_id: str, eval_env_args: dict, num_examples: int,
                     seq_len: int | None, train_max_tokens: int | None, eval_max_tokens: int | None, lr: float | None,
                     wandb: dict | None, renderer: str | dict | None, seed: int | None, temperature: float | None,
-                    clean_output_dir: bool = False) -> dict:
+                    clean_output_dir: bool = False, fork_from: Path | None = None, skip_progress: bool = False,
+                    base_eval: bool = True) -> dict:
         _positive(new_steps=new_steps, batch_size=batch_size, rollouts_per_example=rollouts_per_example)
         if not train_envs:
             raise ConfigError(f"{CONFIG_ERROR}: no training env given; [[{self.key('orchestrator.train.env')}]] needs at least one block")
@@ -378,9 +435,15 @@ class Dialect:
             set_path(cfg, self.key("wandb"), self.shape_wandb(wandb))
         cfg["model"] = {"name": model}
         cfg["ckpt"] = {"interval": new_steps}
-        if start_step:
+        if fork_from is not None:
+            cfg["resume"] = {"dir": str(fork_from)}
+        elif start_step:
             set_path(cfg, self.key("ckpt.resume_step"), start_step)
+        if self.weight_broadcast:
+            cfg["weight_broadcast"] = copy.deepcopy(self.weight_broadcast)
         orch: dict[str, Any] = cfg.setdefault("orchestrator", {})
+        if fork_from is not None and skip_progress:
+            orch["ckpt"] = {"skip_progress": True}
         cfg["trainer"] = {"optim": {"lr": lr}} if lr is not None else {}
         cfg["inference"] = {}  # prime-rl starts its vLLM server only when [inference] is present
 
@@ -394,6 +457,8 @@ class Dialect:
         orch["train"] = {"sampling": sampling}
         set_path(cfg, self.key("orchestrator.train.env"), [self.shape_env(b) for b in train_envs])
         orch["eval"] = self._eval_table(max_steps, eval_max_tokens, eval_env_id, eval_env_args, num_examples)
+        if not base_eval:  # main: skip_first_step = true; the seed: eval_base_model = false (the inverted key)
+            orch["eval"][self.key("orchestrator.eval.eval_base_model").rsplit(".", 1)[1]] = self.spells_v08
         if table := self._renderer(renderer, model):
             orch["renderer"] = table
         self.validate_config(cfg)

@@ -34,8 +34,8 @@ def validate_config(d, cfg: dict, *, partial: bool = False) -> None:
     unknown = unknown_keys(cfg, d.keys_file)
     if unknown:
         hint = next((h for h in map(d.other_dialect_key, unknown) if h), None)
-        if hint:
-            raise ConfigError(f"{CONFIG_ERROR}: {hint} {d.foreign_key_fix}")
+        if hint:  # prime-rl's own words first: main answers a seed key with pydantic's "Extra inputs are not permitted"
+            raise ConfigError(f"{CONFIG_ERROR}: {hint} (Extra inputs are not permitted) {d.foreign_key_fix}")
         raise ConfigError(f"{CONFIG_ERROR}: unknown key '{unknown[0]}' (extra inputs are not permitted){_more(unknown)}")
     bad = type_errors(cfg, d.keys_file)
     if bad:
