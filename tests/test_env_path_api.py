@@ -11,8 +11,15 @@ from selfimprove.stack.detect import env_api
 V1_ONLY = Path(__file__).parent / "envs" / "v1_only_sums"
 
 
-def test_the_api_of_an_uninstalled_env_project_is_read_from_its_files() -> None:
-    assert env_api("v1_only_sums", None)[0] is None  # not importable here
+def test_the_api_of_an_uninstalled_env_project_is_read_from_its_files(monkeypatch) -> None:
+    import sys
+
+    # not importable here: another test file of the same worker may have imported the fixture package
+    # (tests/test_v1_only_env.py puts it on sys.path for its own tests); its module object must not count
+    monkeypatch.delitem(sys.modules, "v1_only_sums", raising=False)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if Path(p).resolve() != V1_ONLY.resolve()])
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert env_api("v1_only_sums", None)[0] is None
     stack, seen = env_api("v1_only_sums", None, V1_ONLY)
     assert stack == "v1" and "Taskset" in seen
 

@@ -182,6 +182,10 @@ def watch(arm: ArmDir, *, progress: bool, poll_s: float = 0.5, cap_s: float | No
             time.sleep(poll_s)
 
 
+# How often the scheduler is asked once the final eval is complete and only the job's end is awaited.
+END_QUERY_S = 5.0
+
+
 def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, cap_s: float | None) -> JobResult:
     """`watch` for a SLURM job: the scheduler's state with the output files (engines/slurm_jobs.py).
     Done = the final eval complete AND the scheduler says the job ended; one line per state change."""
@@ -204,6 +208,11 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
             if asked_at is None or time.monotonic() - asked_at >= every_s:
                 info, asked_at = slurm_jobs.ask(rec), time.monotonic()
             rows = counter.count()
+            if rows >= rec.expect.num_examples and info is not None and info.live and every_s > END_QUERY_S:
+                # The files say the eval is done: ask for the end at once, then every END_QUERY_S while the job
+                # finishes its last step and checkpoint (the eval fires before them on prime-rl main).
+                every_s = END_QUERY_S
+                info, asked_at = slurm_jobs.ask(rec), time.monotonic()
             if info is not None and info.stdout and not rec.job_log:
                 rec = rec.model_copy(update={"job_log": slurm_jobs.job_log(arm, rec.job_id, info)})
                 write_job(arm, rec)

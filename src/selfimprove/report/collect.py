@@ -157,7 +157,7 @@ def collect(rd: RunDir, table: dict[str, Any] | None) -> dict[str, Any]:
     cfg = rd.read_run()
     metrics = _metrics(rd)
     hub = hub_problem(rd)
-    weakness = weakness_parts(rd, metrics)
+    weakness = weakness_parts(rd, metrics, cfg.group_by)  # the run.json read above: one read per page
     iterations = iteration_parts(rd, cfg, metrics)
     problems = ([hub] if hub else []) + ([weakness["error"]] if weakness and weakness.get("error") else [])
     problems += [table["error"]] if table and table.get("error") else []

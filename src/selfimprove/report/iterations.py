@@ -145,11 +145,11 @@ def _cached(rd: RunDir, key: str) -> dict | None:
     return None
 
 
-def _stats(rd: RunDir, metrics: Metrics, key: str, label: str, sealed: frozenset) -> dict | None:
+def _stats(rd: RunDir, metrics: Metrics, key: str, label: str, sealed: frozenset, group_by: str | None) -> dict | None:
+    """An arm's weakness statistics, grouped by the run's rule (run.json group_by, as `iterate` used it)."""
     record = metrics.get(key)
     if record is None:
         return None
-    group_by = rd.read_run().group_by  # the run's grouping (run.json), as `iterate` used it
     group_of = load_group_fn(group_by) if group_by and ":" in group_by else None
     stats = _cached(rd, key) or arm_weakness(rd.arm(key), record.final_step, label=label, sealed=sealed,
                                              group_of=group_of, grouping=group_by or "auto")
@@ -168,29 +168,29 @@ def _brief(stats: dict, top: int) -> dict[str, Any]:
                        for x in stats["groups"][:top]]}
 
 
-def weakness_parts(rd: RunDir, metrics: Metrics) -> dict[str, Any] | None:
+def weakness_parts(rd: RunDir, metrics: Metrics, group_by: str | None = None) -> dict[str, Any] | None:
     """The real env's prompt groups (iter_0, then the Phase 4 arms trained on real data where they saw
     the group), and each arm trained on generated rows over its own rows' groups; {"error": line}
     when a weakness_stats.json fails its model (the page shows the line in place of the section)."""
     if metrics.get("iter_0") is None:
         return None
     try:
-        return _weakness_parts(rd, metrics)
+        return _weakness_parts(rd, metrics, group_by)
     except BadStats as e:
         return {"error": str(e)}
     except RunDirError as e:  # a damaged hub_env.json: which train rows are sealed is unknown, so none is shown
         return {"error": f"{e} (the weakness groups are not shown while it is unreadable)"}
 
 
-def _weakness_parts(rd: RunDir, metrics: Metrics) -> dict[str, Any] | None:
+def _weakness_parts(rd: RunDir, metrics: Metrics, group_by: str | None) -> dict[str, Any] | None:
     sealed = sealed_train_ids(rd) if rd.hub_env_json.is_file() else frozenset()
-    real = _stats(rd, metrics, "iter_0", "the real env's train split", sealed)
+    real = _stats(rd, metrics, "iter_0", "the real env's train split", sealed, group_by)
     if real is None:
         return None
     shown = _brief(real, TOP_GROUPS)
     columns = []
     for key, label in (("run_c", "run_c (real data)"), ("run_b", "run_b (real + generated)")):
-        other = _stats(rd, metrics, key, label, sealed)
+        other = _stats(rd, metrics, key, label, sealed, group_by)
         if other is None:
             continue
         by_group = {g["group"]: g for g in other["groups"]}
@@ -200,7 +200,7 @@ def _weakness_parts(rd: RunDir, metrics: Metrics) -> dict[str, Any] | None:
     own = []
     keys = [r.arm for r in sorted((r for r in metrics.iters if r.iter and r.replicate_of is None), key=lambda r: r.iter)]
     for key in keys + ["run_a"]:
-        stats = _stats(rd, metrics, key, f"{key}'s generated rows", frozenset())
+        stats = _stats(rd, metrics, key, f"{key}'s generated rows", frozenset(), group_by)
         if stats is not None:
             own.append({"arm": key, **_brief(stats, TOP_OWN_GROUPS)})
     return {"real": shown, "columns": columns, "own": own}
