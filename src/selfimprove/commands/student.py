@@ -40,26 +40,18 @@ def env_build(env_id: str, out_dir: Path | None, env_args: str | None, seed: int
     """Run the generic recipe in the env's Python (a subprocess: verifiers and the env are imported there,
     never here), its progress line on the console; one line and exit 1 (an error) when the env is refused."""
     import json
-    import subprocess
     import sys
 
     from ..errors import ConfigError
+    from ..rl.student_build import run_build
 
     cmd = [sys.executable, "-m", "selfimprove.rl.student_build_run", env_id, "--seed", str(seed), "--threads",
            str(threads), "--json"]
     cmd += ["--out", str(out_dir)] if out_dir else []
     cmd += ["--env-args", env_args] if env_args else []
     cmd += ["--max-steps", str(max_steps)] if max_steps is not None else []
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    last_error = ""
-    for line in proc.stderr:  # type: ignore[union-attr]
-        line = line.rstrip("\n")
-        if line.startswith("error: "):
-            last_error = line[len("error: "):]
-        elif line.startswith(("student build", "building ")) and not json_:
-            console.print(line, markup=False, highlight=False)
-    stdout = proc.stdout.read() if proc.stdout else ""  # type: ignore[union-attr]
-    rc = proc.wait()
+    show = None if json_ else (lambda line: console.print(line, markup=False, highlight=False))
+    rc, stdout, last_error = run_build(cmd, show)
     if rc != 0:
         raise ConfigError(last_error or f"the generic student build of '{env_id}' exited {rc}; run "
                           f"`{' '.join(cmd[:4])} {env_id}` to see its output")

@@ -106,7 +106,6 @@ def resolve_default(env_id: str, log: Callable[[str], None] = print) -> Path:
     """The cached student of the default recipe for `env_id` (`build:ENV`), built on first use by
     `python -m selfimprove.rl.student_build_run ENV` in this interpreter (the engine's: it imports the
     env), its progress lines passed to `log`."""
-    import subprocess
     import sys
 
     final = build_dir(Recipe(env_id))
@@ -117,17 +116,27 @@ def resolve_default(env_id: str, log: Callable[[str], None] = print) -> Path:
                           "SELFIMPROVE_NO_STUDENT_BUILD is set; build it with `selfimprove student build "
                           f"{env_id}`")
     cmd = [sys.executable, "-m", "selfimprove.rl.student_build_run", env_id]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    rc, _, error = run_build(cmd, log)
+    if rc != 0 or not (final / "READY").is_file():
+        raise ConfigError(error or f"model.name {PREFIX}{env_id}: `{' '.join(cmd[1:])}` failed (exit {rc})")
+    return final
+
+
+def run_build(cmd: list[str], log: Callable[[str], None] | None) -> tuple[int, str, str]:
+    """Run a `student_build_run` command: its progress lines ("student build ...", "building ...") to `log`
+    (None: dropped), its refusal ("error: ...") kept. Returns (exit code, stdout, the refusal or "")."""
+    import subprocess
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     error = ""
     for line in proc.stderr:  # type: ignore[union-attr]
         line = line.rstrip("\n")
         if line.startswith("error: "):
             error = line[len("error: "):]
-        elif line.startswith(("student build", "building ")):
+        elif line.startswith(("student build", "building ")) and log is not None:
             log(line)
-    if proc.wait() != 0 or not (final / "READY").is_file():
-        raise ConfigError(error or f"model.name {PREFIX}{env_id}: `{' '.join(cmd[1:])}` failed (exit {proc.returncode})")
-    return final
+    stdout = proc.stdout.read() if proc.stdout else ""  # type: ignore[union-attr]
+    return proc.wait(), stdout, error
 
 
 def entry(model_id: str) -> tuple[Callable[[Callable[[str], None]], Path], Callable[[], Path | None]] | None:
