@@ -11,23 +11,13 @@ import re
 
 import click
 import pytest
-import typer.main
 from typer.testing import CliRunner
 
 from selfimprove.cli import app
 from selfimprove.commands._help import NARROW
+from test_help_text import commands  # the same walk over every command and sub-app
 
 EXAMPLE_MAX = 76  # an example line, with its 4-space indent: rich adds one column of padding at 80
-
-
-def commands() -> list[tuple[list[str], click.Command]]:
-    root = typer.main.get_command(app)
-    out, todo = [], [([], root)]
-    while todo:
-        path, cmd = todo.pop(0)
-        out.append((path, cmd))
-        todo += [([*path, name], sub) for name, sub in getattr(cmd, "commands", {}).items()]
-    return out
 
 
 def example_lines(cmd: click.Command) -> list[str]:

@@ -268,12 +268,16 @@ def check_output_dir(lay: Layout, resume_step: int | None, max_steps: int, clean
     missing = lay.missing_for_resume(resume_step)
     if missing:
         raise ConfigError(f"{CONFIG_ERROR}: cannot resume from step {resume_step}: missing {missing[0]}")
-    # prime-rl cleans the rollout/broadcast step dirs past the resume step on start-up
+    _clear_steps_past(lay, resume_step)
+    return resume_step
+
+
+def _clear_steps_past(lay: Layout, step: int) -> None:
+    """prime-rl cleans the rollout/broadcast step dirs past the resume step on start-up."""
     for root in (lay.run_root / "rollouts", lay.run_root / "broadcasts"):
         for s in _steps(root):
-            if s > resume_step:
+            if s > step:
                 shutil.rmtree(root / f"step_{s}", ignore_errors=True)
-    return resume_step
 
 
 def fork_step(lay: Layout, resume_dir: Path, max_steps: int) -> int:
@@ -293,10 +297,7 @@ def fork_step(lay: Layout, resume_dir: Path, max_steps: int) -> int:
     missing = lay.missing_for_resume(n, root=Path(resume_dir))
     if missing:  # main's orchestrator/ckpt.py:53 and the trainer's DCP load fail the same way
         raise ConfigError(f"{CONFIG_ERROR}: cannot fork resume.dir {resume_dir}: checkpoint not found at {missing[0]}")
-    for root in (lay.run_root / "rollouts", lay.run_root / "broadcasts"):
-        for s in _steps(root):
-            if s > n:
-                shutil.rmtree(root / f"step_{s}", ignore_errors=True)
+    _clear_steps_past(lay, n)
     return n
 
 
