@@ -120,18 +120,28 @@ def _build(dialect: str, top: Path) -> None:
     root = top / "prime-rl"
     venv = root / ".venv"
     py = python312()
+    uv = _uv()
     try:
         subprocess.run([py, "-m", "venv", str(venv)], check=True, capture_output=True, text=True)
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        # uv (the project's own, in .venv; --no-config: not this repo's exclude-newer) downloads in parallel
+        pip = ([uv, "pip", "install", "-q", "--no-config", "--python", str(venv / "bin" / "python")] if uv else
+               [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"])
         subprocess.run([*pip, "-r", str(UPSTREAM / PINS), *extra], check=True, capture_output=True, text=True,
                        timeout=BUILD_TIMEOUT_S)
-        subprocess.run([*pip, "--no-deps", str(top / "verifiers"), str(root / "packages" / "prime-rl-configs"), str(root)],
+        # --no-sources: the seed's pyproject names workspace members uv would want to resolve (pip ignores them)
+        subprocess.run([*pip, "--no-deps", *(["--no-sources"] if uv else []), str(top / "verifiers"), str(root / "packages" / "prime-rl-configs"), str(root)],
                        check=True, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
     except subprocess.CalledProcessError as e:
         shutil.rmtree(top, ignore_errors=True)
         last = (e.stderr or e.stdout or "").strip().splitlines()[-1:] or ["no output"]
         raise RuntimeError(f"building prime-rl's {dialect} dry-run venv in {top} failed: {last[0]}") from None
     (top / BUILT).write_text(f"{prl} {vf} {PINS} {' '.join(extra)}\n")
+
+
+def _uv() -> str | None:
+    """uv from the project's venv (make setup installs it) or PATH; None: pip does the installs."""
+    own = REPO / ".venv" / "bin" / "uv"
+    return str(own) if own.is_file() else shutil.which("uv")
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ extra setup asks for, and the lock agrees with pyproject.toml's ranges."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -44,8 +45,11 @@ def test_the_lock_matches_pyproject():
 
 def _make(tmp_path, *overrides: str, dry: bool = True) -> subprocess.CompletedProcess:
     """`make setup` with the machine facts overridden (PY_VER, UNAME_S, UNAME_M), into a venv path under tmp."""
+    # Without the outer make's variables: under `make test` a sub-make inherits MAKELEVEL/MAKEFLAGS and prints
+    # "make[1]: Entering directory" around what a user's own `make setup` prints.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MAKEOVERRIDES")}
     return subprocess.run(["make", *(["-n"] if dry else []), "setup", f"VENV={tmp_path / 'venv'}", *overrides],
-                          cwd=REPO, capture_output=True, text=True, timeout=60)
+                          cwd=REPO, capture_output=True, text=True, timeout=60, env=env)
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")

@@ -520,8 +520,13 @@ def test_node_set_down_mid_job_requeues_it_and_the_arm_waits_for_the_same_job(sl
         assert time.monotonic() < deadline, slurm_cluster.jobs(name)
         time.sleep(0.5)
     states = [s for i, _n, s in slurm_cluster.jobs(name) if i == job]
-    if slurm_cluster.node_state().startswith("down"):  # ReturnToService=2 may have brought it back already
-        slurm_cluster.run("scontrol", "update", f"nodename={slurm_cluster.host}", "state=resume")
+    # ReturnToService=2 may bring the node back on its own, also between the check and the update (then
+    # slurmctld answers "Invalid node state specified"): resume it when down, and only require it to be up.
+    deadline = time.monotonic() + 60
+    while slurm_cluster.node_state().startswith("down"):
+        slurm_cluster.run("scontrol", "update", f"nodename={slurm_cluster.host}", "state=resume", check=False)
+        assert time.monotonic() < deadline, slurm_cluster.node_state()
+        time.sleep(1)
     out = driver.finish(timeout=420)
     assert driver.proc.returncode == 0, (states, out)
     assert [i for i, _n, _s in slurm_cluster.jobs(name)] == [job], slurm_cluster.jobs(name)  # never a second job
