@@ -214,7 +214,7 @@ def test_table_shows_each_arms_training_seeds(tmp_path: Path) -> None:
     assert cells["run_a (best @iter0)"][4] == "1,3,5" and cells["run_c (real @iter0)"][4] == "1,3,5"
     assert cells["iter_1  <- BEST_ITER"][4] == "0,2,4" and cells["iter_0 (real)"][4] == "0"
     pad = rd.scratchpad.read_text()
-    assert "| training seeds |" in pad and "| 0.613 ± 0.015 | 1,3,5 |" in pad and "| 0.590 ± 0.010 | 0,2,4 |" in pad
+    assert "| training seed ids |" in pad and "| 0.613 ± 0.015 | 1,3,5 |" in pad and "| 0.590 ± 0.010 | 0,2,4 |" in pad
 
 
 def test_verdict_one_seed_data_did_not_beat_equal_compute(tmp_path: Path, cli) -> None:

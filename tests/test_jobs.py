@@ -235,8 +235,10 @@ def test_cap_projection_from_observed_pace() -> None:
     assert _cap_deadline(rec, 30.0, pace) == 1030.0  # an explicit cap wins
 
 
-def test_a_resumed_arms_progress_starts_at_its_resume_step(arm: ArmDir, capfd: pytest.CaptureFixture) -> None:
-    """iter_N resumes iter_0 at step 50 of 100: its first progress line says 50/100, never 0/100."""
+def test_a_forked_arms_progress_counts_its_own_steps(arm: ArmDir, capfd: pytest.CaptureFixture) -> None:
+    """iter_N forks iter_0 at step 50 and trains to prime-rl's step 100: its progress says "step 0/50" and
+    names the fork point, never prime-rl's global "50/100" (which reads as half done) nor "0/100"; a
+    relaunch resumed at step 70 starts at 20/50."""
     from types import SimpleNamespace
 
     from selfimprove.engines.watch import _progress_bar
@@ -245,4 +247,8 @@ def test_a_resumed_arms_progress_starts_at_its_resume_step(arm: ArmDir, capfd: p
     with _progress_bar(True, arm, rec) as (bar, task):
         assert bar is not None
     out = "".join(capfd.readouterr())
-    assert "step 50/100" in out and "step 0/100" not in out
+    assert f"{arm.name} (from step 50): step 0/50" in out and "/100" not in out, out
+    rec.resume_step = 70
+    with _progress_bar(True, arm, rec):
+        pass
+    assert "(from step 50): step 20/50" in "".join(capfd.readouterr())

@@ -76,6 +76,9 @@ def test_run_end_to_end(finished_run: Path) -> None:
     assert all(r["n_eval"] == hub["eval_size"] for r in full)  # Phase 4 evaluates on the full split
     pad = (finished_run / "scratchpad.md").read_text()
     assert "## Iteration 1" in pad and "## Final summary" in pad
+    from selfimprove.phases.finalize import WORKED_BY_PROGRAM, WORKED_PLACEHOLDER
+
+    assert WORKED_PLACEHOLDER not in pad and WORKED_BY_PROGRAM in pad  # no instruction left that nobody follows
 
 
 def test_run_killed_at_a_random_point_resumes(finished_run: Path, tmp_path: Path) -> None:

@@ -117,18 +117,27 @@ def _progress_bar(show: bool, arm: ArmDir, rec: JobRecord):
     """(progress, task id) of this job's row, or (None, None) when nothing is shown."""
     if not show:
         yield None, None
-    elif _GROUP is not None and _GROUP.progress is not None:
-        yield _GROUP.progress, _GROUP.progress.add_task(arm.name, total=rec.expect.max_steps,
-                                                         completed=_first_step(rec), reward="-", note="")
+        return
+    # Counted in this arm's own steps: an iteration forked from iter_0's step 50 that trains 50 more
+    # shows "step 10/50", not prime-rl's global "step 60/100" (the description names the fork point).
+    name = arm.name + (f" (from step {rec.expect.start_step})" if rec.expect.start_step else "")
+    fields = dict(total=rec.expect.max_steps - rec.expect.start_step, completed=_progress_step(rec, _first_step(rec)),
+                  reward="-", note="")
+    if _GROUP is not None and _GROUP.progress is not None:
+        yield _GROUP.progress, _GROUP.progress.add_task(name, **fields)
     else:
         with _new_progress() as bar:
-            yield bar, bar.add_task(arm.name, total=rec.expect.max_steps, completed=_first_step(rec),
-                                    reward="-", note="")
+            yield bar, bar.add_task(name, **fields)
 
 
 def _first_step(rec) -> int:
     """Where the progress starts: the arm's start step, or a resumed launch's resume step."""
     return max(rec.expect.start_step, getattr(rec, "resume_step", None) or 0)
+
+
+def _progress_step(rec, step: int | None) -> int:
+    """prime-rl's (global) step as a step of this arm's own run: 0 at its start step."""
+    return max(step or 0, rec.expect.start_step) - rec.expect.start_step
 
 
 def watch(arm: ArmDir, *, progress: bool, poll_s: float = 0.5, cap_s: float | None = None) -> JobResult:
@@ -162,7 +171,7 @@ def watch(arm: ArmDir, *, progress: bool, poll_s: float = 0.5, cap_s: float | No
             rows = counter.count()
             if rows >= rec.expect.num_examples and not is_alive:
                 if bar is not None:
-                    bar.update(task, completed=rec.expect.max_steps, reward=_fmt(rewards.update()))
+                    bar.update(task, completed=_progress_step(rec, rec.expect.max_steps), reward=_fmt(rewards.update()))
                 return _finish(arm, rec, "succeeded", rows)
             if not is_alive:
                 return _finish(arm, rec, "failed", rows, error=describe_crash(arm, rec))
@@ -177,7 +186,7 @@ def watch(arm: ArmDir, *, progress: bool, poll_s: float = 0.5, cap_s: float | No
             if bar is not None:
                 # no rollouts yet may mean the engine is building the built-in student: say so, not `step 0/N`
                 note = student_build_note(Path(rec.log)) if step is None else ""
-                bar.update(task, completed=max(step or 0, rec.expect.start_step), reward=_fmt(rewards.update()),
+                bar.update(task, completed=_progress_step(rec, step), reward=_fmt(rewards.update()),
                            note=note or "")
             time.sleep(poll_s)
 
@@ -238,7 +247,7 @@ def _watch_slurm(arm: ArmDir, rec: JobRecord, *, progress: bool, poll_s: float, 
                        f"was cancelled; {resume_options(arm, rec.expect.max_steps)}, or raise --cap-hours")
                 return _finish(arm, rec, "timed_out", counter.count(), error=msg)
             if bar is not None:
-                bar.update(task, completed=max(_step_now(arm, rec) or 0, rec.expect.start_step),
+                bar.update(task, completed=_progress_step(rec, _step_now(arm, rec)),
                            reward=_fmt(rewards.update()))
             time.sleep(poll_s)
 

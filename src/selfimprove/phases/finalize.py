@@ -89,6 +89,10 @@ CONTROLS = ("run_a", "run_b", "run_c")
 FINAL_HEADING = "## Final summary"
 WORKED_LINE = "What worked / what didn't / open questions:"
 WORKED_PLACEHOLDER = "_teacher: fill in from the iteration entries above._"
+# `selfimprove run` answers the teacher's stops with a program (a teacher class or the LLM teacher), which
+# writes no retrospective: its summary says so instead of leaving an instruction nobody will follow.
+WORKED_BY_PROGRAM = ("_not written: `selfimprove run` drove this loop and its teacher writes no retrospective; "
+                     "each iteration's entry above says what it targeted and what it scored._")
 
 
 def _summary(rd: RunDir, key: str) -> EvalSummary | None:
@@ -260,14 +264,14 @@ def eval_policy_note(rows: list[dict]) -> str | None:
             "train step): " + "; ".join(off))
 
 
-def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
+def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list, worked: str = WORKED_PLACEHOLDER) -> str:
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     lines = [f"{FINAL_HEADING} — {ts}", ""]
     if table.get("no_signal"):
         lines += [f"**NOT A RESULT: {table['no_signal']}**", ""]
     if v := table.get("verdict"):  # the answer first: did the targeted data beat equal compute?
         lines += [f"**{v['sentence']}**: {v['figures']}.", f"{v['use_line']}.", ""]
-    lines += ["| arm | rows | eval_acc (mean ± sd over seeds) | training seeds | 95% CI | n eval examples (split) | checkpoint (in the run dir) |",
+    lines += ["| arm | rows | eval_acc (mean ± sd over seeds) | training seed ids | 95% CI | n eval examples (split) | checkpoint (in the run dir) |",
               "|---|---|---|---|---|---|---|"]
     for r in table["rows"]:
         mark = " **<- best**" if r["best"] else ""
@@ -300,7 +304,7 @@ def _final_scratchpad(rd: RunDir, table: dict, phase4_errors: list) -> str:
         lines.append(f"\nCaveat: {table['caveat']}")
     if tokens := teacher_tokens_line(table.get("teacher_tokens") or {}):
         lines.append(f"\n{tokens}")
-    lines.append(f"\n{WORKED_LINE} {WORKED_PLACEHOLDER}")
+    lines.append(f"\n{WORKED_LINE} {worked}")
     return "\n".join(lines) + "\n"
 
 
@@ -363,8 +367,9 @@ def replace_final_summary(pad: str, summary: str) -> str:
     return before + wrap_summary(summary) + ("\n" + after if after.strip() else "")
 
 
-def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, Any]:
-    """Close the run and summarise it. A closed run raises PhaseOrderError (exit 5) with nothing written."""
+def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True, worked: str = WORKED_PLACEHOLDER) -> dict[str, Any]:
+    """Close the run and summarise it. A closed run raises PhaseOrderError (exit 5) with nothing written.
+    `worked`: the summary's last line until a teacher replaces it (the placeholder asks an agent to)."""
     rd.require()
     require_phase_order(RunContext.load(rd), "finalize")
     with rd.lock("finalize"):
@@ -383,7 +388,7 @@ def finalize(rd: RunDir, *, plot: bool = True, wandb: bool = True) -> dict[str, 
             atomic_write_text(rd.scratchpad, replace_final_summary(pad, _partial_scratchpad(rd, table, missing)))
         else:
             # The summary before the close: a kill in between re-runs finalize, which rewrites it.
-            atomic_write_text(rd.scratchpad, replace_final_summary(pad, _final_scratchpad(rd, table, cfg.phase4_errors)))
+            atomic_write_text(rd.scratchpad, replace_final_summary(pad, _final_scratchpad(rd, table, cfg.phase4_errors, worked)))
             if cfg.status == "running":
                 cfg.status, cfg.reason = "completed", cfg.reason or "finalized"
             cfg.end_reason, cfg.status = cfg.ended_as(), "finalized"

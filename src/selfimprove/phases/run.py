@@ -26,7 +26,7 @@ from ..ui import console, fmt_duration, phase_line, terminal_safe
 from .baseline import run_baseline
 from .bootstrap import BootstrapOptions, bootstrap
 from .compare import check_parallel, check_seeds, compare, record_seeds
-from .finalize import finalize
+from .finalize import WORKED_BY_PROGRAM, finalize
 from .introspect import introspect
 from .iterate import IterateResult, current_iteration, iterate
 from .phase4_state import pick_best
@@ -136,12 +136,12 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
     if cfg.end_ts is not None:  # finalized (only more seeds give it work, else finalize: exit 5) or aborted
         if seeds is not None and seeds != cfg.seeds and cfg.finalized():
             _timed(rd, "compare", lambda: compare(rd, control=control, seeds=seeds, quiet=quiet, parallel=parallel), timings)
-        return {**_timed(rd, "finalize", lambda: finalize(rd), timings), "timings_s": timings}
+        return {**_timed(rd, "finalize", lambda: finalize(rd, worked=WORKED_BY_PROGRAM), timings), "timings_s": timings}
     record_seeds(rd, seeds)
     if not rd.hub_env_json.is_file():
         _timed(rd, "introspect", lambda: introspect(rd, announce=False), timings)
     if rd.read_run().status == "aborted":  # re-read: introspect records an env it cannot load as an abort
-        return {**finalize(rd), "timings_s": timings}
+        return {**finalize(rd, worked=WORKED_BY_PROGRAM), "timings_s": timings}
     flags = {"restart": restart, "resume": resume}
 
     def take(here: bool) -> dict[str, bool]:
@@ -163,7 +163,7 @@ def run_loop(rd: RunDir, teacher: Callable[[TeacherContext], None], *, control: 
                timings)  # seeds: run.json
     elif not quiet:  # e.g. the budget ran out during iter_0: nothing to compare, still summarise
         console.print("compare skipped: no iteration >= 1 finished before Phase 3 ended")
-    out = _timed(rd, "finalize", lambda: finalize(rd), timings)
+    out = _timed(rd, "finalize", lambda: finalize(rd, worked=WORKED_BY_PROGRAM), timings)
     rounded = {k: round(v, 1) for k, v in timings.items()}
     atomic_write_json(rd.root / "timings.json", rounded)  # this invocation's wall time per phase
     return {**out, "timings_s": rounded}

@@ -135,7 +135,7 @@ def _summary(data: dict) -> Html:
     if not table or not table.get("rows"):
         return html("<h2 id=\"summary\">Summary table</h2><p>No arm has been evaluated yet.</p>")
     rows = table["rows"]
-    head = html("<tr><th>arm</th><th>rows trained on</th><th>eval_acc</th><th>± sd</th><th>training seeds</th>"
+    head = html("<tr><th>arm</th><th>rows trained on</th><th>eval_acc</th><th>± sd</th><th>training seed ids</th>"
                 "<th>95% CI</th><th>n eval (split)</th><th>checkpoint (in the run dir)</th></tr>")
     body = []
     for r in rows:

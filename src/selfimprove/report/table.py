@@ -111,7 +111,7 @@ def summary_renderable(table: dict) -> Group:
     title = "eval accuracy on the real environment" + (f" ({_measured_on(rows)})" if rows else "")
     t = Table(title=title, title_justify="left")
     for col, kw in (("run", {}), ("rows", {"justify": "right"}), ("eval_acc", {"justify": "right"}),
-                    ("± sd", {"justify": "right"}), ("seeds", {"justify": "right"}), ("95% CI", {}),
+                    ("± sd", {"justify": "right"}), ("seed ids", {"justify": "right"}), ("95% CI", {}),
                     ("n_eval", {"justify": "right"}), ("ckpt (in run dir)", {"overflow": "fold"})):
         t.add_column(col, **kw)
     for r in rows:
