@@ -81,6 +81,22 @@ def test_run_end_to_end(finished_run: Path) -> None:
     assert WORKED_PLACEHOLDER not in pad and WORKED_BY_PROGRAM in pad  # no instruction left that nobody follows
 
 
+def test_every_file_a_finished_run_leaves_is_in_the_run_dir_reference(finished_run: Path) -> None:
+    """docs/reference/run-dir.md names every file the whole loop leaves in the run dir, its iterations and its
+    arms (by file name; the engine's prime_out/ and the generated package's insides are the engine's and
+    the package's). A new file without a row there fails here, so the reference cannot go stale silently."""
+    reference = (REPO / "docs" / "reference" / "run-dir.md").read_text()
+    skip_dirs = {"prime_out", "model", "llm_teacher", "__pycache__"}
+    unnamed = set()
+    for path in finished_run.rglob("*"):
+        rel = path.relative_to(finished_run)
+        if not path.is_file() or len(rel.parts) > 2 or set(rel.parts[:-1]) & skip_dirs:  # the run's and its arms' own
+            continue
+        if f"`{rel.name}`" not in reference and f"/{rel.name}`" not in reference and f" {rel.name}" not in reference:
+            unnamed.add(rel.name)
+    assert not unnamed, f"docs/reference/run-dir.md names no row for: {sorted(unnamed)}"
+
+
 def test_run_killed_at_a_random_point_resumes(finished_run: Path, tmp_path: Path) -> None:
     runs = tmp_path / "runs"
     delay = random.Random(int(os.environ.get("SELFIMPROVE_KILL_SEED", "7"))).uniform(10, 60)

@@ -115,9 +115,10 @@ _BUILD_BYTES = 4096
 
 
 def student_build_note(log: Path) -> str | None:
-    """While the job's engine builds the built-in student (before its first rollouts step), what the
-    progress line says instead of `step 0/N`: e.g. `building the built-in student (warm-up step
-    400/2000, once, ~5 min)`. None when its log shows no build."""
+    """Before the job's first rollouts step, what the progress line says instead of `step 0/N`: the
+    built-in student's build (`building the built-in student (warm-up step 400/2000, once, ~5 min)`),
+    or a slow model's sampling (`sampling step 1: 8/16 completions, 40 s`). None when the log shows
+    neither."""
     try:
         with open(log, "rb") as f:
             f.seek(max(0, os.path.getsize(log) - _BUILD_BYTES))
@@ -130,4 +131,24 @@ def student_build_note(log: Path) -> str | None:
         return f"building the built-in student (warm-up step {done}/{total}, once, ~5 min)"
     if "building it from the recipe" in text:
         return "building the built-in student (warm-up starting, once, ~5 min)"
-    return None
+    return _sampling_note(text)
+
+
+# The CPU engine's sampling progress for a slow model ("Sampling step 1: 8/16 completions (40s)",
+# rl/train.py), and the lines that end a sampling (a step's or an eval's summary).
+_SAMPLING = re.compile(r"Sampling (.+?): (\d+)/(\d+) completions \((\d+)s\)")
+_SAMPLING_DONE = re.compile(r"\bStep \d+ \| Time|\bEvaluated \S+ at step")
+
+
+def _sampling_note(text: str) -> str | None:
+    """`sampling step 1: 8/16 completions, 40 s` while the latest sampling has not ended yet; else None."""
+    last = None
+    for line in text.splitlines():
+        if m := _SAMPLING.search(line):
+            last = m
+        elif _SAMPLING_DONE.search(line):
+            last = None
+    if last is None:
+        return None
+    what, done, total, secs = last.groups()
+    return f"sampling {what}: {done}/{total} completions, {secs} s"

@@ -15,7 +15,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -158,9 +158,29 @@ def score_completions(env, rows: list[dict], texts: list[str], truncated: list[b
 # ------------------------------------------------------------------ rollouts
 
 
+# Completions sampled in one batch. 512 keeps the tiny student's 2 cores busy; a pretrained model of
+# 100M+ parameters takes minutes for 512, so it samples 8 at a time and the log shows its progress within
+# a minute. The chunk decides the order of the random draws, so it is fixed per model size: the tiny
+# student's figures (the README's demo) are the ones 512 gives.
+SAMPLING_CHUNK = 512
+SAMPLING_CHUNK_LARGE = 8
+LARGE_MODEL_PARAMS = 20_000_000
+
+
+def sampling_chunk(n_params: int) -> int:
+    return SAMPLING_CHUNK if n_params < LARGE_MODEL_PARAMS else SAMPLING_CHUNK_LARGE
+
+
+def sampling_line(what: str, done: int, total: int, secs: float) -> str:
+    """The engine's sampling progress line (the watcher parses it: engines/rollouts.py student_build_note)."""
+    return f"Sampling {what}: {done}/{total} completions ({secs:.0f}s)"
+
+
 def run_rollouts(model, tok, spec_rows: list[tuple[EnvSpec, dict]], *, n: int, temperature: float,
-                 max_tokens: int, generator: torch.Generator | None, chunk: int = 512) -> list[dict]:
+                 max_tokens: int, generator: torch.Generator | None, chunk: int = SAMPLING_CHUNK,
+                 on_chunk: Callable[[int, int], None] | None = None) -> list[dict]:
     """`n` samples of each (env, row); returns one prime-rl record per sample, grouped per row.
+    `on_chunk(done, total)` is called after each sampled chunk (the engine logs progress with it).
 
     Records keep the token ids under the private key `_ids` (prompt, completion)
     for the update, and for a v1 source its Task and scored Trace (`_task`, `_trace`)
@@ -180,6 +200,8 @@ def run_rollouts(model, tok, spec_rows: list[tuple[EnvSpec, dict]], *, n: int, t
                          eos_id=tok.eos_token_id, pad_id=tok.pad_token_id, generator=generator)
         comps += c
         truncs += tr
+        if on_chunk is not None:
+            on_chunk(len(comps), len(prompts))
     gen_s = time.time() - t0
     texts = [tok.decode(c, skip_special_tokens=True) for c in comps]
 

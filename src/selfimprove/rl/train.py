@@ -30,7 +30,8 @@ from .episodes import episode_rows, write_episodes
 from .config import EngineConfig, ignored_keys, resolved_tomls
 from .grpo import grpo_step
 from .logs import Log
-from .rollouts import EnvSpec, check_encodable, load_env, run_rollouts, split_rows, strip_private
+from .rollouts import (EnvSpec, check_encodable, load_env, run_rollouts, sampling_chunk, sampling_line, split_rows,
+                       strip_private)
 from .tasksets import load_taskset, taskset_rows
 from .student import load_student, resolve_model
 
@@ -55,6 +56,10 @@ class Cursor:
 
     def state(self) -> dict:
         return {"epoch": self.epoch, "pos": self.pos}
+
+
+# A slow model's sampling logs a progress line at most this often (seconds).
+SAMPLING_LOG_S = 20.0
 
 
 def source_cursors(seed: int, train: list[EnvSpec]) -> dict[str, Cursor]:
@@ -178,6 +183,18 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
     model, tok = load_student(model_dir)
     n_params = sum(p.numel() for p in model.parameters())
     tlog.info(f"Loaded model {cfg.model_name} from {model_dir} ({n_params / 1e6:.2f}M parameters)")
+    chunk = sampling_chunk(n_params)
+
+    def sampling_log(what: str):
+        """on_chunk for run_rollouts: a `Sampling <what>: done/total` line at most every SAMPLING_LOG_S, so a
+        slow model shows life long before its first step ends (the watcher shows the line as its note)."""
+        t0, last = time.time(), [time.time()]
+
+        def on_chunk(done: int, total: int) -> None:
+            if done < total and time.time() - last[0] >= SAMPLING_LOG_S:
+                last[0] = time.time()
+                olog.info(sampling_line(what, done, total, time.time() - t0))
+        return on_chunk
 
     env_cache: dict = {}
     train = _load_specs(cfg.train_envs, "train", env_cache, tok, tasksets=cfg.tasksets)
@@ -223,7 +240,8 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
             rpe = s.rollouts_per_example or cfg.eval.rollouts_per_example
             gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 7919 * n + 1)
             recs = run_rollouts(model, tok, [(s, r) for r in s.rows], n=rpe, temperature=cfg.eval.temperature,
-                                max_tokens=eval_tokens, generator=gen)
+                                max_tokens=eval_tokens, generator=gen, chunk=chunk,
+                                on_chunk=sampling_log(f"the eval of step {n} ({s.name})"))
             mean = sum(r["reward"] for r in recs) / max(1, len(recs))
             olog.info(f"Evaluated {s.name} at step {n} | Avg@{rpe}: {mean:.4f} | Examples: {len(s.rows)} | "
                       f"Policy: v{policy} | Time: {time.time() - t0:.2f}s")
@@ -261,7 +279,8 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
             chosen.append((s, s.rows[cursors[s.name].next()]))
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
         records = run_rollouts(model, tok, chosen, n=cfg.rollouts_per_example, temperature=cfg.temperature,
-                               max_tokens=train_tokens, generator=gen)
+                               max_tokens=train_tokens, generator=gen, chunk=chunk,
+                               on_chunk=sampling_log(f"step {step}"))
         t_gen = time.time() - t0
         if cfg.eval and lay.main and (step + 1) % cfg.eval.interval == 0:
             # Main triggers the eval of step S+1 right after batch S ships, before the trainer has trained on
