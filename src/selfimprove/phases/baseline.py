@@ -395,7 +395,7 @@ def _inherit(ctx: RunContext, arm: ArmDir, quiet: bool) -> tuple[EvalSummary, Ru
     if reward is None or n is None:
         raise UsageError(f"--init-from {src}: metrics.json lacks eval_reward_mean/n_eval and the eval file could not be aggregated")
     if agg is not None and abs(agg.eval_acc - acc) > 0.5 / max(agg.n_eval, 1):
-        _note(quiet, f"warning: metrics.json eval_acc {acc:.3f} differs from the inherited eval file's {agg.eval_acc:.3f}; using metrics.json (seed 2A)")
+        _note(quiet, f"warning: metrics.json eval_acc {acc:.3f} differs from the inherited eval file's {agg.eval_acc:.3f}; using metrics.json (the skill's procedure, Phase 2A)")
     n_ex = agg.n_examples if agg else int(n)
     lo, hi = wilson_interval(min(acc * n_ex, n_ex), n_ex)
     train_mean, train_steps_used = (agg.train_reward_mean, agg.train_reward_steps) if agg else train_reward_mean(arm, final)

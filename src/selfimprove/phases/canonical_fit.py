@@ -35,8 +35,8 @@ def shipped_for_another_model(found: Path, canonical: dict, model: str) -> tuple
     data, why = dict(canonical), []
     if canonical.get("seq_len") not in (None, seq_len):
         data["seq_len"] = seq_len
-        why.append(f"seq_len {canonical['seq_len']} is {their_model}'s; {model} trains with seq_len {seq_len} "
-                   f"({'its context' if context and context < SEED_SEQ_LEN else 'the seed default'})")
+        source = "its context" if context and context < SEED_SEQ_LEN else "the skill's procedure's default"
+        why.append(f"seq_len {canonical['seq_len']} is {their_model}'s; {model} trains with seq_len {seq_len} ({source})")
     if "inference" not in canonical:
         # prime-rl starts its vLLM server only when [inference] is present, and every later arm's rl.toml has
         # one: without it iter_0 alone would need a server of its own (the CPU engine needs none)

@@ -87,7 +87,7 @@ def _sealed_fields(line: bytes, lineno: int, path: Path) -> list[tuple[object, f
     for example_id, reward, is_correct in scores:
         if reward is None:
             raise EvalParseError(f"{path}: line {lineno}: no numeric 'reward'; is this an eval rollouts file "
-                                 "(a seed record or a verifiers v1 Episode record)?")
+                                 "(a seed-dialect record or a verifiers v1 Episode record)?")
         out.append((example_id, reward, is_correct))
     return out
 
@@ -101,7 +101,7 @@ def read_sealed(path: Path) -> tuple[list[tuple[object, float, float]], int, str
     """
     if not path.is_file() or path.stat().st_size == 0:
         raise EvalParseError(
-            f"{path}: eval rollouts missing or empty; the seed's rule is 'Missing/empty eval_rollouts.jsonl -> abort': "
+            f"{path}: eval rollouts missing or empty; the skill's procedure says 'Missing/empty eval_rollouts.jsonl -> abort': "
             "the arm cannot be scored; check train.log, then re-run with --restart"
         )
     out: list[tuple[object, float, float]] = []

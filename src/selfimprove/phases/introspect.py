@@ -80,7 +80,7 @@ def qwen3_warnings(model: str, parser_class: str, parser_config: dict) -> list[s
         out.append(
             f"student {model} is a Qwen3 variant and the hub env's parser is {parser_class}, which returns '' "
             "for any completion without </think>: Qwen3 may skip or strip <think> blocks, so rewards can collapse "
-            "to 0. Mirror the parser only after checking the student's raw outputs keep </think> (seed 3c)"
+            "to 0. Mirror the parser only after checking the student's raw outputs keep </think> (the skill's procedure, step 3c)"
         )
     elif vc.parser_requires_think_field(parser_config):
         out.append(
@@ -96,7 +96,7 @@ def _abort(rd: RunDir, cfg: RunConfig, reason: str) -> None:
     cfg.reason = reason
     cfg.end_ts = now
     cfg.total_duration_s = round(now - cfg.start_ts, 1)
-    _upsert_scratchpad(rd, f"{marker(SCRATCHPAD_KEY)}\n{SCRATCHPAD_HEADING}\n\n- ABORTED: {reason} (seed Phase 1).\n")
+    _upsert_scratchpad(rd, f"{marker(SCRATCHPAD_KEY)}\n{SCRATCHPAD_HEADING}\n\n- ABORTED: {reason} (Phase 1 of the skill's procedure).\n")
     rd.write_run(cfg)
 
 

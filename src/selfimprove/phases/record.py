@@ -53,7 +53,7 @@ def record_iteration(ctx: RunContext, n: int) -> dict:
         f"- eval_acc {cur.eval_acc:.3f} (95% Wilson [{lo:.3f}, {hi:.3f}], n={cur.n_eval} rollouts on "
         f"{cur.n_examples} {measured_on}), reward mean {cur.eval_reward_mean:.3f}",
         f"- train reward by 20-step bucket: {_trajectory_line(rd, n)}",
-        f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**",
+        f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> verdict by the skill's procedure's rule: **{verdict}**",
         f"- noise check: {noise}",
         f"- checkpoint: `{cur.checkpoint}`",
     ]

@@ -70,7 +70,7 @@ RENAMES: tuple[Rename, ...] = (
     # tables only prime-rl >= 0.8 has, named when one arrives in a seed config
     Rename(None, "resume", "hint", as_seed="ckpt.resume_step"),
     Rename(None, "monitors", "hint", as_seed="[wandb]"),
-    Rename(None, "run", "hint", as_seed="--output-dir (the seed has no run name)"),
+    Rename(None, "run", "hint", as_seed="--output-dir (the seed dialect has no run name)"),
 )
 
 
