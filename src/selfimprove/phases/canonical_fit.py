@@ -1,7 +1,7 @@
 """The project's own canonical configs (configs/<dataset>/rl.toml) fitted to the model a run trains.
 
 They are written for the built-in CPU student; `baseline.find_canonical` freezes iter_0's copy through
-`shipped_for_another_model`, so a real model does not inherit the tiny student's seq_len, nor the seed
+`shipped_for_another_model`, so a real model does not inherit the tiny student's seq_len, nor the seed-dialect
 config's missing [inference].
 """
 
@@ -22,7 +22,7 @@ def shipped_for_another_model(found: Path, canonical: dict, model: str) -> tuple
 
     Where seq_len comes from: the canonical config's top-level `seq_len` (prime-rl hands it to the trainer and
     the orchestrator), which every later arm inherits (`canonical_knobs`). The shipped configs set the tiny
-    student's 256 positions; a real model given that would train on 256-token sequences. It gets the seed's
+    student's 256 positions; a real model given that would train on 256-token sequences. It gets the skill's procedure's
     SEED_SEQ_LEN instead, capped by the model's own context when its config.json is on this machine, as a
     canonical config generated from hub_env.json does.
     """

@@ -1,6 +1,6 @@
 """Step 3e's bookkeeping: fill section 5 of the iteration's scratchpad entry.
 
-The verdict has two parts. The seed's rule on the raw delta vs iter_{N-1}
+The verdict has two parts. The skill's procedure's rule on the raw delta vs iter_{N-1}
 (improved >= +0.01, flat, regressed <= -0.01, collapsed when accuracy falls
 below half of iter_0's), and whether the change vs iter_0 is distinguishable
 from noise at all: an exact McNemar test on the eval examples both arms share.
