@@ -42,14 +42,14 @@ in the core. What it does for iteration N:
    left), sub_domains = their carry/borrow profiles (no / one / chained),
    rows = a 3.5% floor per bucket plus the rest shared in proportion to weighted
    severity, and 4-6 structural features chosen by how much they raise the
-   failure rate (among subsets that meet the seed's feature bars).
+   failure rate (among subsets that meet the skill's procedure's feature bars).
 4. Writes `gen_dataset.py`: one template per bucket (a failed prompt's skeleton
    plus the bucket's carry constraint, instantiated with fresh numbers), one
    exact solver (integer evaluation of the parse tree, cross-checked with
    Python's evaluator), a column-by-column derivation ending in the hub's
    answer tag, and a round-trip assert with the hub parser on every row.
    Before writing, the teacher runs the very same row builder in-process and
-   checks the seed's nine lines, the report gate and the repeat rule,
+   checks the procedure's nine validation lines, the report gate and the repeat rule,
    rebalancing rows until they pass, so the first write normally passes.
 5. On feedback (a re-call after a failed gate) it moves to fresh numbers
    (SEED_OFFSET + 10) with stricter margins; after an eval-overlap failure it
@@ -78,8 +78,8 @@ it holds; the package's __init__.py lists them in reading order):
   (rows.GENERATOR_FUNCTIONS);
 - observe.py: point 1, what the teacher reads (failures, rollouts, earlier iterations);
 - cells.py, allocate.py, plan.py: points 2-3, the planner (_Planner), its data
-  (Cell, DomainPlan, Plan), severity, allocation and rebalancing to the seed's bars;
-- check.py: point 4's in-process self-check (the seed's nine lines and the tool's gates);
+  (Cell, DomainPlan, Plan), severity, allocation and rebalancing to the procedure's bars;
+- check.py: point 4's in-process self-check (the procedure's nine lines and the tool's gates);
 - report.py, generator.py: the text of weakness_report.md (point 3) and gen_dataset.py (point 4);
 - teacher.py: ArithTeacher.write (plan, self-check, re-plan, write; point 5) and the CLI.
 

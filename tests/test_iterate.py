@@ -65,7 +65,7 @@ def test_full_iteration_then_max_iters_gate(run: RunDir) -> None:
     assert arms == ["iter_0", "iter_1"]
     assert run.read_metrics().get("iter_1").rows == 600
     pad = run.scratchpad.read_text()
-    assert "<!-- results:iter_1 -->" not in pad and "McNemar" in pad and "seed verdict" in pad
+    assert "<!-- results:iter_1 -->" not in pad and "McNemar" in pad and "verdict by the skill's procedure's rule" in pad
     assert "(Multi step totals, failure mode 0a dropped) -> 100 rows" in pad
     # Staging: read-only trees are hard links of iter_0's files, the broadcast is a real copy,
     # and iter_0's tree is byte-identical after the iteration trained on top of it.
@@ -253,7 +253,7 @@ def test_scratchpad_deleted_at_a_teacher_stop_is_recreated_without_retraining(
     res = cli("iterate", "--run-dir", run.root)
     assert res.exit_code == 0, res.stderr
     assert (run.iter(1).dir / "record.json").is_file()
-    assert "seed verdict" in run.scratchpad.read_text()
+    assert "verdict by the skill's procedure's rule" in run.scratchpad.read_text()
     assert json.loads(run.iter(1).job_file.read_text())["launch"] == 1
     assert cli("iterate", "--run-dir", run.root).exit_code == 0  # re-running neither trains nor fails
     assert json.loads(run.iter(1).job_file.read_text())["launch"] == 1

@@ -12,8 +12,8 @@ listed before it):
                 GENERATOR_FUNCTIONS, copied verbatim into every gen_dataset.py
 - observe.py    what the teacher reads: failures, train rollouts, earlier iterations
 - cells.py      the planner's data (Cell, DomainPlan, Plan, PlanError), labels, stepping stones
-- allocate.py   severity, weights, rows per bucket, feature choice, rebalancing to the seed's bars
-- check.py      the self-check: the seed's nine lines and the tool's gates on the planned rows
+- allocate.py   severity, weights, rows per bucket, feature choice, rebalancing to the skill's procedure's bars
+- check.py      the self-check: the procedure's nine lines and the tool's gates on the planned rows
 - report.py     weakness_report.md's text
 - plan.py       _Planner: inputs -> structures -> domains -> buckets -> rows (a Plan)
 - generator.py  gen_dataset.py's text

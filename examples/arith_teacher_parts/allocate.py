@@ -9,7 +9,7 @@ The planner (plan.py) calls these in order:
    the weight; _round_alloc: integer rows, a floor each, the rest in proportion
    to the weights, never above a cell's fresh instances (water-filling);
 3. _feature_lift and _choose_features: the 4-6 catalogue features that meet the
-   seed's feature bars on the pilot rows, highest failure-rate lift first;
+   skill's procedure's feature bars on the pilot rows, highest failure-rate lift first;
 4. _rebalance: move rows between buckets until the planned rows meet every
    bar (_metrics measures them, _failing names the bars missed).
 """

@@ -1,13 +1,13 @@
 """The self-check: the tool's gates run in-process on the rows the generator will write.
 
 self_check(ctx, plan) holds plan.rows (built by the same build_rows as
-gen_dataset.py) to the seed's nine lines (_nine_lines, the seed's validation
-snippet line for line), no duplicate question, no repeat of an earlier
+gen_dataset.py) to the skill's procedure's nine validation lines (_nine_lines, the
+procedure's validation snippet line for line), no duplicate question, no repeat of an earlier
 iteration, 500-1000 rows and, inside selfimprove, the report gate, the dataset
 gate, near duplicates, diversity and failure provenance. ArithTeacher.write
 (teacher.py) re-plans with fresh numbers and stricter margins until it passes,
 so the tool's own gates normally pass on the first write. Rows are moved to
-meet the seed's bars before this, by the planner (allocate._rebalance).
+meet the procedure's bars before this, by the planner (allocate._rebalance).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from .observe import _prior_questions, _read_jsonl
 
 
 def self_check(ctx, plan: Plan) -> list[str]:
-    """The seed's nine lines, duplicates and repeats of earlier iterations, on the rows the generator will write."""
+    """The skill's procedure's nine lines, duplicates and repeats of earlier iterations, on the rows the generator will write."""
     rows, problems = plan.rows, []
     T = len(rows) or 1
     lines = _nine_lines(rows)
@@ -51,7 +51,7 @@ def self_check(ctx, plan: Plan) -> list[str]:
 
 
 def _nine_lines(rows: list[dict]) -> dict[str, bool]:
-    """The seed's validation snippet, line for line."""
+    """The skill's procedure's validation snippet, line for line."""
     T = len(rows) or 1
     doms = Counter(r["info"]["domain"] for r in rows)
     subs = Counter((r["info"]["domain"], r["info"]["sub_domain"]) for r in rows)

@@ -230,7 +230,7 @@ def number_traits(node) -> str:
 
 
 def axes_of(node):
-    """The row's place on the seed's five Pillar 2 axes (the diversity gate reads info.axes)."""
+    """The row's place on the skill's procedure's five Pillar 2 axes (the diversity gate reads info.axes)."""
     return {
         "cover_story": "none: bare expression",  # the real questions are bare expressions
         "depth": len(ops_post(node)) + sum(carry_vector(node)),  # operations plus carries/borrows to hold

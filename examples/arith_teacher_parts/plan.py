@@ -14,7 +14,7 @@ five steps, each a group of methods below:
 4. allocate: rows per bucket (allocate.py) and the failed prompts each bucket
    paraphrases (its anchors);
 5. pilot_and_rebalance, finish: build pilot rows with rows.build_rows, choose the
-   features and move rows until the seed's bars hold, then the generator's PLAN
+   features and move rows until the skill's procedure's bars hold, then the generator's PLAN
    (gen_plan, what gen_dataset.py embeds) and its rows, as a Plan (cells.py).
 
 No file is written here; teacher.py writes the report and the generator.
@@ -368,7 +368,7 @@ class _Planner:
         moved = _rebalance(self.cells, self.shares, self.features, self.bars, self.floor_rows)
         if moved:
             why = ", ".join(f"{n} rows for '{bar}'" for bar, n in moved.most_common())
-            self.notes.append(f"moved {sum(moved.values())} rows from more to less severe buckets to meet the seed's bars ({why})")
+            self.notes.append(f"moved {sum(moved.values())} rows from more to less severe buckets to meet the procedure's bars ({why})")
         self.skeleton = {id(c): 0.6 for c in self.cells}
         if _metrics(self.cells, self.shares, self.features)["skeleton"] < self.bars["skeleton"]:
             for c, s in zip(self.cells, self.shares):

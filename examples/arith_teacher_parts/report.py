@@ -135,7 +135,7 @@ def render_report(ctx, plan: Plan, rules: set[str]) -> str:
     out.append("")
     out.append("## Structural features\n")
     out.append("Chosen among the 4-6-feature subsets of a catalogue of structural checks (each computed from the "
-               "expression) that meet the seed's feature bars on the planned rows, preferring features that raise "
+               "expression) that meet the procedure's feature bars on the planned rows, preferring features that raise "
                "the failure rate of the train rollouts most (lift, in percentage points).\n")
     out.append("| feature | definition | failure-rate lift | share of rows |\n|---|---|---|---|")
     for f in plan.features:
@@ -155,7 +155,7 @@ def render_report(ctx, plan: Plan, rules: set[str]) -> str:
         f"carries per step and are tagged `skeleton:train_step_S_idx_I` ({skel / (len(plan.rows) or 1):.0%} of rows).\n"
         f"- Difficulty from structure: (operations) + min(carries, 2) + parentheses + negative value + product + "
         f"3-digit operand, + 1 when the student solves that structure and carry profile less than "
-        f"{HARD_FOR_STUDENT:.0%} of the time in its train rollouts (the seed calibrates difficulty to the student); "
+        f"{HARD_FOR_STUDENT:.0%} of the time in its train rollouts (the skill's procedure calibrates difficulty to the student); "
         f"hard >= 3, med = 2, easy <= 1. Planned: {dict(diff)}.\n"
         f"- Eval overlap, by construction: train and eval splits of this env are disjoint, so buckets draw fresh "
         f"instances among those the TRAIN split contains ({st['train_src']}, {st['train_questions']} questions), "
@@ -164,7 +164,7 @@ def render_report(ctx, plan: Plan, rules: set[str]) -> str:
         f"- No repeats: failed prompts themselves and every question of earlier iterations "
         f"({st['prior_questions']}) are excluded; the generator re-checks this against ../iter_k/dataset.jsonl.\n"
         f"- Seed {plan.iteration} (offset {plan.seed_offset}); the teacher ran the same builder in-process before "
-        f"writing: seed lines {'all pass' if all(lines.values()) else 'FAIL: ' + ', '.join(k for k, v in lines.items() if not v)}; "
+        f"writing: the procedure's nine lines {'all pass' if all(lines.values()) else 'FAIL: ' + ', '.join(k for k, v in lines.items() if not v)}; "
         f"self-check {'; '.join(st.get('self_check', ['not run']))}.\n"
     )
     if st["fallback"]:
@@ -176,7 +176,7 @@ def render_report(ctx, plan: Plan, rules: set[str]) -> str:
         out.append("## Feedback addressed\n")
         out.append(f"Re-called after: {', '.join(sorted(rules))}. Fresh numbers (seed offset {plan.seed_offset}); "
                    + ("train-split instances only (no fresh sampling); " if "eval_overlap" in rules else "")
-                   + "stricter margins on every seed bar.\n")
+                   + "stricter margins on every bar of the procedure.\n")
     out.append("## Custom rewards\n\nNone: the hub's exact-match reward already measures the failure modes.\n")
     return "\n".join(out) + "\n"
 

@@ -3,7 +3,7 @@
 Every number the planner and the report use lives here, next to the measurement
 that set it: rows per write, the bucket floor, the eval-collision budget, when a
 structure counts as hopeless and how much of the weight the hopeless ones get,
-the allocation exponents per iteration, and the seed bars (with their margins)
+the allocation exponents per iteration, and the bars of the skill's procedure (with their margins)
 that the self-check holds the planned rows to. FEATURE_CATALOGUE is the menu of
 structural features the report chooses from (their ids are the keys of
 `expr.feature_flags`); FIXED_AXES are the Pillar 2 axes a bare expression cannot
@@ -36,7 +36,7 @@ FIXED_AXES = {
              "which fixes its operations and carries",
 }
 ANCHOR_STEPS = 25  # how many final steps of the anchor's train rollouts estimate per-structure success
-TOTAL_ROWS = 800  # within the seed's 500-1000
+TOTAL_ROWS = 800  # within the skill's procedure's 500-1000
 BUCKET_FLOOR = 0.035  # every bucket >= 3.5% (the gate's bar is 3%)
 POOL_MARGIN = 1.5  # a pool bucket needs this many candidates per row
 FREE_RISK_MAX = 0.01  # expected eval collisions allowed per freshly sampled bucket (/4 after an eval_overlap failure)

@@ -73,7 +73,7 @@ class ArithTeacher:
         offset, rules = self._retry_state(iter_dir, ctx.feedback)
         plan, problems = None, ["not planned"]
         # Our own simulation failed a gate: fresh numbers, stricter margins, one more domain. Stepping stones
-        # are feature-poor (short expressions), so when no plan with them meets the seed's bars, the teacher
+        # are feature-poor (short expressions), so when no plan with them meets the procedure's bars, the teacher
         # plans without them rather than hand the tool a dataset that fails its gate.
         for stones in (True, False):
             for attempt in range(4):
@@ -88,7 +88,7 @@ class ArithTeacher:
             if not problems:
                 break
         if not plan.stats.get("stones"):
-            plan.notes.append("no stepping stones: no structure is hopeless, or no plan with stones met the seed's bars")
+            plan.notes.append("no stepping stones: no structure is hopeless, or no plan with stones met the procedure's bars")
         _atomic_write(iter_dir / "weakness_report.md", self.render_report(ctx, plan, rules))
         _atomic_write(iter_dir / "gen_dataset.py", self.render_generator(ctx, plan))
         self.last_plan = plan  # what was written, including the rows gen_dataset.py will produce
@@ -195,7 +195,7 @@ class ArithTeacher:
     # ------------------------------------------------------------ self-check and rendering
 
     def self_check(self, ctx, plan: Plan) -> list[str]:
-        """The seed's nine lines, duplicates and repeats of earlier iterations, on the rows the generator will write."""
+        """The skill's procedure's nine lines, duplicates and repeats of earlier iterations, on the rows the generator will write."""
         return check.self_check(ctx, plan)
 
     def render_report(self, ctx, plan: Plan, rules: set[str]) -> str:

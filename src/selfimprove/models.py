@@ -23,11 +23,11 @@ EndReason = Literal["completed", "budget_exhausted", "max_iters_reached", "abort
 RunStatus = Literal["running", "completed", "budget_exhausted", "max_iters_reached", "aborted", "finalized"]
 EngineName = Literal["prime-rl", "local"]
 
-# The seed's pinned hyperparameters (overridable only by explicit flags, recorded in run.json).
+# The skill's procedure's pinned hyperparameters (overridable only by explicit flags, recorded in run.json).
 SEED_STEPS_PER_RUN = 100
 SEED_ROLLOUTS_PER_EXAMPLE = 16
 SEED_EVAL_EXAMPLES = 200
-MIN_UNIQUE_PROMPTS_PER_STEP = 16  # below this GRPO collapses (the seed's floor)
+MIN_UNIQUE_PROMPTS_PER_STEP = 16  # below this GRPO collapses (the floor of the skill's procedure)
 
 # Upper bounds of compare/run --seeds and --parallel. Each seed is a full training run of three arms,
 # so 32 seeds already cost ~100 training runs; far past any useful seed-variance estimate. Checked
@@ -124,9 +124,9 @@ class RunConfig(FileModel):
     stack_source: str | None = None
     stack_seed_note: str | None = None
 
-    steps_per_run: int = SEED_STEPS_PER_RUN  # new training steps per run (seed: 100)
-    rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE  # seed: 16
-    eval_examples: int = SEED_EVAL_EXAMPLES  # eval examples per iteration (seed: 200)
+    steps_per_run: int = SEED_STEPS_PER_RUN  # new training steps per run (the skill's procedure: 100)
+    rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE  # the skill's procedure: 16
+    eval_examples: int = SEED_EVAL_EXAMPLES  # eval examples per iteration (the skill's procedure: 200)
     allow_small_batch: bool = False  # permits < 16 unique prompts per step (smoke runs only)
     seeds: int = Field(default=1, ge=1, le=MAX_SEEDS)  # Phase 4: training seeds per compared arm (compare/run --seeds; 1 = unmeasured)
 
@@ -312,7 +312,7 @@ class EvalSummary(FileModel):
     train_reward_steps: list[int] = Field(default_factory=list)
     checkpoint: str | None = None
     final_step: int | None = None
-    # the policy version the final eval scored: final_step in the seed; in prime-rl main <= final_step - 1
+    # the policy version the final eval scored: final_step in the seed dialect; in prime-rl main <= final_step - 1
     # (its eval of max_steps fires before the last train step: phases/evals.eval_policy_step); None = unknown
     eval_policy_step: int | None = None
     source: str = "trained"

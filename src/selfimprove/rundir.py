@@ -32,7 +32,7 @@ from .models import EvalSummary, HubEnv, IterRecord, Metrics, RunConfig
 
 M = TypeVar("M", bound=BaseModel)
 
-# Phase 4 arm directories (the seed's names for A and B; C is ours).
+# Phase 4 arm directories (the skill's procedure's names for A and B; C is ours).
 CONTROL_ARMS = {
     "run_a": "run_a_best_from_iter0",
     "run_b": "run_b_combined_from_base",
@@ -46,9 +46,9 @@ class OutputLayout:
     """Where a prime-rl version writes one run under its output dir (the arm's prime_out/).
 
     Checkpoints (`checkpoints/step_N/trainer`) sit at the top in both; the orchestrator's tree
-    (rollouts, broadcasts, its checkpoints) sits under `run_subdir`. Only the seed writes HF weights
-    (`weights/step_N`, seed trainer/rl/train.py via ckpt.weights); main writes none (its commit
-    29e422276 removed them): its loadable weights are the filesystem broadcast's
+    (rollouts, broadcasts, its checkpoints) sits under `run_subdir`. Only the seed dialect writes HF
+    weights (`weights/step_N`, trainer/rl/train.py at the seed commit, via ckpt.weights); main writes
+    none (its commit 29e422276 removed them): its loadable weights are the filesystem broadcast's
     `broadcasts/step_N/model*.safetensors` (transports/weights/filesystem.py:33-70).
     """
 
@@ -58,7 +58,7 @@ class OutputLayout:
     orchestrator_ckpt: str  # the orchestrator's own tree below <run dir>/checkpoints/step_N/ ("" = all of it)
     metrics_file: str | None  # a local metrics JSONL below the output dir (monitors.file), if the version writes one
     traces: bool  # rollouts are verifiers v1 traces.jsonl with all/ and effective/ subsets
-    hf_weights: bool = True  # the trainer writes weights/step_N (HF save_pretrained): the seed only
+    hf_weights: bool = True  # the trainer writes weights/step_N (HF save_pretrained): the seed dialect only
     base_eval_step: int = 0  # the step a fresh run's base-model eval is labelled with (main: 1-indexed steps)
 
 
@@ -289,7 +289,7 @@ _STEP_RE = re.compile(r"^step_(\d+)$")
 
 
 def sorted_steps(parent: Path) -> list[int]:
-    """The N of every step_N child of `parent`, ascending (the seed's `sort -V | tail -1`)."""
+    """The N of every step_N child of `parent`, ascending (the skill's procedure's `sort -V | tail -1`)."""
     if not parent.is_dir():
         return []
     return sorted(int(m.group(1)) for p in parent.iterdir() if (m := _STEP_RE.match(p.name)))
@@ -344,7 +344,7 @@ class RunDir:
     # ---- arms
     @property
     def layout(self) -> OutputLayout:
-        """The engine output layout of this run's arms, by run.json `stack` (the seed's when absent or unreadable)."""
+        """The engine output layout of this run's arms, by run.json `stack` (the seed dialect's when absent or unreadable)."""
         try:
             stack = json.loads(self.run_json.read_text(encoding="utf-8")).get("stack")
         except (OSError, ValueError, AttributeError):

@@ -150,7 +150,7 @@ def render_trajectory(trajectory: list[dict]) -> str:
 def render_iter0(summary: EvalSummary, *, trajectory: list[dict] | None, init_from: str | None = None,
                  ts: float | None = None, warning: str | None = None, split: str = "eval",
                  notes: tuple[str, ...] = ()) -> str:
-    """The seed's iter_0 entry: source, eval_acc with interval and n, trajectory by 20-step buckets, checkpoint.
+    """The skill's procedure's iter_0 entry: source, eval_acc with interval and n, trajectory by 20-step buckets, checkpoint.
 
     For --init-from the source reads "Inherited via --init-from" and there is no trajectory (seed 2A.3).
     `warning` (the no-signal "NOT A RESULT" line) goes first, in bold, above the score.

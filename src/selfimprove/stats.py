@@ -39,9 +39,9 @@ from .models import EvalSummary
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile
 ALPHA = 0.05
-SEED_DELTA = 0.01  # the seed's "improved/regressed" threshold on eval accuracy
+SEED_DELTA = 0.01  # the "improved/regressed" threshold of the skill's procedure, on eval accuracy
 # Accuracies are ratios like 114/200, so 0.58 - 0.57 lands on 0.00999999...; a
-# tolerance far below 1/n_eval keeps the seed's boundary where the seed meant it.
+# tolerance far below 1/n_eval keeps the procedure's boundary where the procedure meant it.
 _EPS = 1e-9
 
 
@@ -160,11 +160,11 @@ def verdict(delta: float, p_value: float | None, alpha: float = ALPHA) -> str:
 
 
 def seed_verdict(delta: float, base_acc: float, new_acc: float) -> str:
-    """The seed's rule: "collapsed" | "improved" | "regressed" | "flat".
+    """The skill's procedure's rule: "collapsed" | "improved" | "regressed" | "flat".
 
     collapsed (new_acc < 50% of iter_0's) wins over everything; otherwise
     |delta| >= 0.01 decides the direction. Kept next to `verdict` because the
-    seed's rule ignores noise: on 200 examples a 0.01 change is 2 examples.
+    procedure's rule ignores noise: on 200 examples a 0.01 change is 2 examples.
     """
     if new_acc < 0.5 * base_acc - _EPS:
         return "collapsed"

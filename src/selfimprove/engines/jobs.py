@@ -201,7 +201,7 @@ def run_training(
 
 def resume_flags(cmd: list[str], arm: ArmDir, step: int) -> list[str]:
     """The flags that resume `cmd` from the arm's own checkpoint `step`, in the dialect `cmd` is written in:
-    the seed's --ckpt.resume-step N, main's --resume.step N (or, for an arm that forks iter_0 with
+    the seed dialect's --ckpt.resume-step N, main's --resume.step N (or, for an arm that forks iter_0 with
     resume.dir, resume.dir pointed at its own checkpoint: `Dialect.resume_flags`)."""
     from ..stack.dialects import dialect_of_argv  # the stack's parser: imported on use (no import cycle)
     from ..stack.toml_paths import merge_argv_files

@@ -168,7 +168,7 @@ def preflight(argv: list[str], *, on_slurm: bool, prime_rl_dir: str | None = Non
                                f"{key_message(d.stdout + d.stderr)}")
     needs = needs_of(json.loads(lines[-1]))
     if on_slurm:
-        if needs.nodes == 1 and needs.gpus > needs.gpus_per_node:  # prime-rl's own check; kept for the seed's message
+        if needs.nodes == 1 and needs.gpus > needs.gpus_per_node:  # prime-rl's own check; kept for the seed dialect's message
             raise PreflightRefused(f"{where}: {needs.line()}, more than [deployment] gpus_per_node = {needs.gpus_per_node}; "
                                    "raise gpus_per_node in the --slurm overlay or lower num_train_gpus / num_infer_gpus")
         return needs

@@ -2,7 +2,7 @@
 
 Two shapes reach the readers:
 
-- a seed record (prime-rl 09e297743's `{train,eval}_rollouts.jsonl`): one rollout per line,
+- a seed-dialect record (prime-rl 09e297743's `{train,eval}_rollouts.jsonl`): one rollout per line,
   its fields at the top level (`example_id`, `prompt`, `completion`, `answer`, `reward`,
   `metrics`, `is_truncated`, `token_usage`);
 - a verifiers v1 `Episode.to_record()` (prime-rl main's `rollouts/step_N/{train,eval}/all/
@@ -59,7 +59,7 @@ def _trace_reward(trace: dict) -> float:
 
 
 def _trace_metrics(trace: dict) -> dict[str, float]:
-    """The trace's metrics plus each reward's score under its name (the seed rows' `metrics` hold both)."""
+    """The trace's metrics plus each reward's score under its name (the seed-dialect rows' `metrics` hold both)."""
     out: dict[str, float] = {}
     metrics = trace.get("metrics")
     for k, v in (metrics.items() if isinstance(metrics, dict) else []):
@@ -141,7 +141,7 @@ def _completion_tokens(trace: dict, completion_nodes: list[dict]) -> int | None:
 
 def train_rows(row: dict) -> list[dict[str, Any]]:
     """The rollouts of one train line as {example_id, reward, prompt, completion, answer,
-    is_truncated, token_usage, metrics}: the seed record's own field names and shapes."""
+    is_truncated, token_usage, metrics}: the seed-dialect record's own field names and shapes."""
     if not is_episode(row):
         return [row]
     data = row["task"].get("data") if isinstance(row["task"].get("data"), dict) else {}

@@ -4,7 +4,7 @@
 it (the completion signal: eval rows are sealed, so the watcher never decodes
 them). `train_rewards` decodes TRAIN rows, which are fair game, and keeps only
 their rewards (the progress bar and the scratchpad trajectory need nothing else); a
-line is a seed record or a v1 Episode record (`rollout_rows` maps both).
+line is a seed-dialect record or a v1 Episode record (`rollout_rows` maps both).
 """
 
 from __future__ import annotations

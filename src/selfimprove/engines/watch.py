@@ -26,7 +26,7 @@ from .job_record import JobRecord, JobResult, _exit_code, read_job, result_path,
 from .job_state import describe_crash, job_alive, resume_options
 from .rollouts import LineCounter, TrainRewardTracker, student_build_note
 
-CAP_MARGIN_S = 2 * 3600  # the seed's 2 h poll cap, counted past the expected end
+CAP_MARGIN_S = 2 * 3600  # the 2 h poll cap of the skill's procedure, counted past the expected end
 DEFAULT_EXPECTED_S = 2 * 3600  # until a step is seen, assume this long a run
 
 
@@ -146,7 +146,7 @@ def watch(arm: ArmDir, *, progress: bool, poll_s: float = 0.5, cap_s: float | No
     Succeeded = the final eval file is complete AND the job has ended. The eval alone says nothing
     about the end: prime-rl main triggers the eval of max_steps right after batch max_steps-1 ships
     (orchestrator.py:690 and 759), and the last rollouts, the last train step and the final
-    checkpoint come after it (trainer/rl/train.py:727-731); the seed evaluates at the end. So a live
+    checkpoint come after it (trainer/rl/train.py:727-731); prime-rl at the seed commit evaluates at the end. So a live
     job is waited for (its time cap still applies), never given a grace and then left running on GPUs
     and ports the next arm needs. Whether its final checkpoint is whole is the caller's check
     (`ArmDir.checkpoint_missing`). `cap_s` (seconds since launch) overrides the cap in job.json.

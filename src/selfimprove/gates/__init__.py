@@ -4,11 +4,11 @@ Each gate returns a `GateReport` that lists EVERY failing rule (never just the
 first), with generated-row indices where rows are at fault:
 
     report.py      weakness_report.md front matter (WeaknessReport) + skeleton
-    dataset.py     row schema, report labels, the seed's nine validation lines
+    dataset.py     row schema, report labels, the procedure's nine validation lines
     dedup.py       aliases of earlier iterations; n-gram overlap with and containment of eval questions
     decontam.py    not a gate: the generate step's own drop of rows that overlap eval questions (counts only)
     provenance.py  skeleton tags name a row of failures.jsonl; no copy or alias of a failed prompt
-    diversity.py   Pillar 2: every bucket varies >= 3 of the seed's five axes (info.axes)
+    diversity.py   Pillar 2: every bucket varies >= 3 of the procedure's five axes (info.axes)
     ngram_hash.py  stdlib-only eval n-gram hashing, loadable by path where eval rows are read
     roundtrip.py   the hub parser extracts every row's answer from info.reasoning (a v1 Taskset-only
                    env: the hub Task's own rewards give info.reasoning full marks)

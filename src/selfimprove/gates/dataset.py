@@ -3,9 +3,9 @@
     rows, load_failures = load_dataset_jsonl(path)
     gate = check_dataset(rows, report)          # or check_dataset_file(path, report)
 
-Checks every row's schema, that rows only use the report's labels, the seed's
-nine validation lines (Phase 3b), the 500-1000 row count and exact duplicates.
-The nine lines are computed exactly as the seed's snippet computes them (same
+Checks every row's schema, that rows only use the report's labels, the nine
+validation lines of the skill's procedure (Phase 3b), the 500-1000 row count and exact duplicates.
+The nine lines are computed exactly as the procedure's snippet computes them (same
 denominators, same Counter semantics, `source.startswith("skeleton:")`); each
 message carries the measured value. Two rules close gaps the snippet leaves
 open: `defined_feature_unused` (the snippet's per-feature line only sees
@@ -177,9 +177,9 @@ def _feats(row: Any) -> list:
 
 
 def seed_validation_lines(rows: list[dict]) -> dict[str, dict[str, Any]]:
-    """The seed's nine validation lines: {name: {"passed": bool, "value": measured, "bar": text}}.
+    """The skill's procedure's nine validation lines: {name: {"passed": bool, "value": measured, "bar": text}}.
 
-    Same arithmetic as the seed's snippet. It would crash on malformed rows; we
+    Same arithmetic as the procedure's snippet. It would crash on malformed rows; we
     read fields tolerantly instead (a missing value is just absent), since the
     row_schema rule already fails such rows.
     """

@@ -4,7 +4,7 @@
     check_eval_overlap(rows, eval_questions)                      # shared n-grams with the eval split (counts only)
     find_eval_overlap(rows, index).rows                           # which rows: for the tool's own drop (decontam.py)
 
-1. Aliases. The seed forbids "trivial paraphrases of prior iters' rows" and
+1. Aliases. The skill's procedure forbids "trivial paraphrases of prior iters' rows" and
    calls "Sally->Sarah, 5->7" an alias. `template_signature` erases exactly
    what an alias changes (numbers, number words, capitalised names, gendered
    pronouns, short quoted literals, punctuation, case), so two questions

@@ -1,12 +1,12 @@
-"""The diversity gate: Pillar 2 of the seed, per (domain, sub_domain) bucket.
+"""The diversity gate: Pillar 2 of the skill's procedure, per (domain, sub_domain) bucket.
 
     gate = check_diversity(rows)
 
-The seed: "Per bucket, vary across >= 3 of: cover story, reasoning depth (no
+The skill's procedure: "Per bucket, vary across >= 3 of: cover story, reasoning depth (no
 single depth > 70%), surface structure, number characteristics, distractor
 presence." Only the teacher knows which cover story or depth a template drew,
 so every row declares its place on the five axes, the way it declares its
-difficulty and structural features (which the seed's own gate also counts):
+difficulty and structural features (which the procedure's own gate also counts):
 
     "info": {..., "axes": {"cover_story": "bakery", "depth": 3, "surface": "table first",
                            "numbers": "decimals", "distractor": false}}
@@ -28,7 +28,7 @@ Rules:
   all the free ones when fewer remain). An
   axis is varied in a bucket when its rows take >= 2 distinct values; the
   depth axis only when, in addition, no single depth value holds more than
-  MAX_DEPTH_SHARE (70%) of the bucket's rows (the seed's parenthesis). The
+  MAX_DEPTH_SHARE (70%) of the bucket's rows (the procedure's parenthesis). The
   message names each failing bucket with the axes it does vary.
 - Buckets split by a structural count. The weakness classes ask for buckets
   cut along a structure ("one carry", "two carries", "three carries"), and
@@ -105,7 +105,7 @@ def split_axis(axis: str, axes_rows: list[dict], siblings: list[list[dict]]) -> 
 
 
 def check_diversity(rows: list[dict], fixed_axes: dict[str, str] | None = None) -> GateReport:
-    """Every bucket must vary >= 3 of the seed's five axes (depth: no value over 70%), or every
+    """Every bucket must vary >= 3 of the skill's procedure's five axes (depth: no value over 70%), or every
     free axis when the report fixes some (`WeaknessReport.fixed_axes`)."""
     fixed = sorted(a for a in (fixed_axes or {}) if a in AXES)[:MAX_FIXED_AXES]
     free = [a for a in AXES if a not in fixed]

@@ -2,7 +2,7 @@
 
     gate = check_failure_provenance(rows, failures)     # failures = iter_N/failures.jsonl rows
 
-The seed's skeleton rule (3b): a skeleton paraphrase keeps a failed prompt's
+The skill's procedure's skeleton rule (3b): a skeleton paraphrase keeps a failed prompt's
 compositional skeleton, is tagged `skeleton:train_step_<S>_idx_<I>`, and never
 copies the prompt ("Sally->Sarah, 5->7" is an alias, forbidden by Pillar 2).
 Rules, each zero-tolerance and each grouping its rows:

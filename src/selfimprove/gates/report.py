@@ -33,10 +33,10 @@ from .common import GateFailure, GateReport, label_repr, share
 
 GATE = "report"
 
-# Bounds from the seed's Phase 3a (and DESIGN.md "teacher contract").
+# Bounds from Phase 3a of the skill's procedure (and DESIGN.md "teacher contract").
 DOMAINS_MIN, DOMAINS_MAX = 3, 6
 SUBS_MIN, SUBS_MAX = 2, 5
-DOMAIN_LABEL_MAX_WORDS = 4  # the seed says 3-4 words; the rule is 1-4 (short labels are not garbage), stated so everywhere
+DOMAIN_LABEL_MAX_WORDS = 4  # the skill's procedure says 3-4 words; the rule is 1-4 (short labels are not garbage), stated so everywhere
 SUB_LABEL_MAX_WORDS = 6
 ROWS_MIN, ROWS_MAX = 500, 1000
 BUCKET_MIN_SHARE = 0.03

@@ -1,7 +1,7 @@
 """Step 3a's inputs: the student's failed TRAIN rollouts and their aggregate shape.
 
 Reads iter_{N-1}'s final-step train rollouts (train rows are the teacher's
-material: seed records, or v1 Episode records mapped by `engines.rollout_rows.train_rows`,
+material: seed-dialect records, or v1 Episode records mapped by `engines.rollout_rows.train_rows`,
 so failures.jsonl has the same fields in both layouts) and writes:
 
 - `failures.jsonl`: up to 200 lowest-reward rows, ascending, each with the step
@@ -77,7 +77,7 @@ def prompt_text(prompt: Any) -> str:
 
 
 def _train_records(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line index, rollout) of one train rollouts file: a seed record, or each trace of a v1 Episode
+    """(line index, rollout) of one train rollouts file: a seed-dialect record, or each trace of a v1 Episode
     record; undecodable lines are skipped, and a torn last line (a file still being written) ends it."""
     with open(path, encoding="utf-8", errors="replace") as f:
         for idx, line in enumerate(f):

@@ -2,7 +2,7 @@
 
 An arm = an rl.toml, a detached engine job writing the prime-rl layout into
 the arm's prime_out/, and a sealed eval aggregation. The rl.toml holds the
-seed's mandates for the arm (resume step, absolute max_steps, batch, rollouts,
+skill's procedure's mandates for the arm (resume step, absolute max_steps, batch, rollouts,
 train envs, eval env = the real env) plus the training knobs of the canonical
 config iter_0 trained with (seq_len, train sampling, lr, renderer, seed), so
 an arm trains like iter_0 with only the data changed; the teacher's optional
@@ -35,7 +35,7 @@ from .staging import check_fork_source, is_staged, stage_checkpoints
 def stage(rd: RunDir, arm: ArmDir, step: int, dialect=SEED) -> None:
     """Make iter_0's step-`step` checkpoint available to `arm` before it launches.
 
-    The seed: stage iter_0's trees into the arm's output dir unless they are already there. Main
+    The seed dialect: stage iter_0's trees into the arm's output dir unless they are already there. Main
     (`forks_with_resume_dir`): nothing is copied, the arm's [resume] dir names iter_0's checkpoint
     (prime-rl's own fork, configs/shared.py:55-72); this only checks that checkpoint is whole."""
     if dialect.forks_with_resume_dir:
@@ -140,7 +140,7 @@ def _eval_like_iter0(ctx: RunContext, config: dict) -> dict:
 
 def source_names(dialect, blocks: list[dict]) -> list[str]:
     """The train-source names prime-rl keys a checkpoint's train-source state by: `name`, else the env id
-    (main: the taskset id), as the seed-shaped or v0.8 block gives them."""
+    (main: the taskset id), as the seed-dialect or v0.8 block gives them."""
     names = []
     for b in blocks:
         shaped = dialect.shape_env(b)
@@ -171,7 +171,7 @@ def resumed_arm_config(ctx: RunContext, *, train_envs: list[dict], resume_step: 
 def fresh_arm_config(ctx: RunContext, *, train_envs: list[dict], num_examples: int, wandb_name: str,
                      seed: int | None = None) -> dict:
     """Run B: from the base model. Its base-model eval would score the same v0 iter_0's did, and nothing reads
-    it, so it is skipped (main: skip_first_step, orchestrator/eval_source.py:51-52; the seed: eval_base_model)."""
+    it, so it is skipped (main: skip_first_step, orchestrator/eval_source.py:51-52; the seed dialect: eval_base_model)."""
     cfg = ctx.cfg
     eval_id, eval_args = ctx.dialect.env_api.real_env(ctx.required_hub(), "eval")
     return _eval_like_iter0(ctx, ctx.dialect.fresh_config(
@@ -270,7 +270,7 @@ def retrain_with_seed(ctx: RunContext, src: ArmDir, dst: ArmDir, *, seed: int, r
     dialect = ctx.dialect
     config = dialect.read_toml(src.rl_toml)
     with_seed(config, seed, dialect.training_seed_key())
-    for table in ("wandb", "monitors.wandb"):  # the seed's and main's spelling; a config holds one
+    for table in ("wandb", "monitors.wandb"):  # the seed dialect's and main's spelling; a config holds one
         if isinstance(get_path(config, table), dict):
             get_path(config, table)["name"] = record_name
     evals = dialect.eval_sources(config)

@@ -5,13 +5,13 @@
      canonical_config, else <PRIME_RL_DIR>/configs/<dataset>/rl.toml, else the project's
      configs/<dataset>/rl.toml), or one generated from hub_env.json when none exists;
      validated against the seed dialect (the bad key is named);
-  2. iter_0/eval_overlay.toml (the seed's overlay: one checkpoint and one eval at max_steps);
+  2. iter_0/eval_overlay.toml (the skill's procedure's overlay: one checkpoint and one eval at max_steps);
   3. the training job (`engines.jobs.run_training`: launch detached, or ATTACH to the live one);
   4. iter_0/eval_summary.json (sealed aggregation) + metrics.json (idempotent);
   5. run.json iter_0_source/path/step, and the scratchpad entry (written once).
 
-2A validates the prior run (the seed's artefact list, step dirs agreeing), symlinks its trees
-per the seed (plus run_default/checkpoints and broadcasts of step F when present: Phase 3's
+2A validates the prior run (the skill's procedure's artefact list, step dirs agreeing), symlinks its
+trees as the procedure says (plus run_default/checkpoints and broadcasts of step F when present: Phase 3's
 resume needs them), freezes iter_0/canonical_rl.toml as 2B does (best effort: later arms are
 built on it), and takes eval_acc from the prior run's metrics.json.
 
@@ -386,7 +386,7 @@ def _inherit(ctx: RunContext, arm: ArmDir, quiet: bool) -> tuple[EvalSummary, Ru
     prior = _prior_metrics(src, final)
     try:  # the sealed aggregate of the inherited eval file gives per-example scores for paired tests
         agg: EvalSummary | None = summarize(arm, step=final, expected_examples=1, source="init-from", key="iter_0")
-    except (EvalAggregationError, OSError, ValueError) as e:  # metrics.json is the seed's source of truth
+    except (EvalAggregationError, OSError, ValueError) as e:  # metrics.json is the procedure's source of truth
         _note(quiet, f"note: inherited eval file not aggregated ({type(e).__name__}); using metrics.json only")
         agg = None
     acc = float(prior["eval_acc"])
@@ -395,7 +395,7 @@ def _inherit(ctx: RunContext, arm: ArmDir, quiet: bool) -> tuple[EvalSummary, Ru
     if reward is None or n is None:
         raise UsageError(f"--init-from {src}: metrics.json lacks eval_reward_mean/n_eval and the eval file could not be aggregated")
     if agg is not None and abs(agg.eval_acc - acc) > 0.5 / max(agg.n_eval, 1):
-        _note(quiet, f"warning: metrics.json eval_acc {acc:.3f} differs from the inherited eval file's {agg.eval_acc:.3f}; using metrics.json (seed 2A)")
+        _note(quiet, f"warning: metrics.json eval_acc {acc:.3f} differs from the inherited eval file's {agg.eval_acc:.3f}; using metrics.json (the skill's procedure, Phase 2A)")
     n_ex = agg.n_examples if agg else int(n)
     lo, hi = wilson_interval(min(acc * n_ex, n_ex), n_ex)
     train_mean, train_steps_used = (agg.train_reward_mean, agg.train_reward_steps) if agg else train_reward_mean(arm, final)

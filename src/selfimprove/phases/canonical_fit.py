@@ -1,7 +1,7 @@
 """The project's own canonical configs (configs/<dataset>/rl.toml) fitted to the model a run trains.
 
 They are written for the built-in CPU student; `baseline.find_canonical` freezes iter_0's copy through
-`shipped_for_another_model`, so a real model does not inherit the tiny student's seq_len, nor the seed
+`shipped_for_another_model`, so a real model does not inherit the tiny student's seq_len, nor the seed-dialect
 config's missing [inference].
 """
 
@@ -22,7 +22,7 @@ def shipped_for_another_model(found: Path, canonical: dict, model: str) -> tuple
 
     Where seq_len comes from: the canonical config's top-level `seq_len` (prime-rl hands it to the trainer and
     the orchestrator), which every later arm inherits (`canonical_knobs`). The shipped configs set the tiny
-    student's 256 positions; a real model given that would train on 256-token sequences. It gets the seed's
+    student's 256 positions; a real model given that would train on 256-token sequences. It gets the skill's procedure's
     SEED_SEQ_LEN instead, capped by the model's own context when its config.json is on this machine, as a
     canonical config generated from hub_env.json does.
     """
@@ -35,8 +35,8 @@ def shipped_for_another_model(found: Path, canonical: dict, model: str) -> tuple
     data, why = dict(canonical), []
     if canonical.get("seq_len") not in (None, seq_len):
         data["seq_len"] = seq_len
-        why.append(f"seq_len {canonical['seq_len']} is {their_model}'s; {model} trains with seq_len {seq_len} "
-                   f"({'its context' if context and context < SEED_SEQ_LEN else 'the seed default'})")
+        source = "its context" if context and context < SEED_SEQ_LEN else "the skill's procedure's default"
+        why.append(f"seq_len {canonical['seq_len']} is {their_model}'s; {model} trains with seq_len {seq_len} ({source})")
     if "inference" not in canonical:
         # prime-rl starts its vLLM server only when [inference] is present, and every later arm's rl.toml has
         # one: without it iter_0 alone would need a server of its own (the CPU engine needs none)

@@ -1,12 +1,12 @@
-"""Sealed eval aggregation (the seed's Phase 2B step 4, shared by every arm).
+"""Sealed eval aggregation (Phase 2B step 4 of the skill's procedure, shared by every arm).
 
-Eval rows are sealed (seed Non-negotiable 1, DESIGN "Eval rows are sealed"):
-each line of eval_rollouts.jsonl (seed) or eval/all/traces.jsonl (v1 Episode records,
+Eval rows are sealed (the skill's procedure's Non-negotiable 1, DESIGN "Eval rows are sealed"):
+each line of eval_rollouts.jsonl (seed dialect) or eval/all/traces.jsonl (v1 Episode records,
 one rollout per trace) is decoded and immediately reduced to (example_id, reward,
 correct) by `engines.rollout_rows.sealed_scores`; the decoded row is dropped on the spot, and no
 message of this module ever quotes a line (errors say "line 17: not JSON").
 Correctness is metrics.is_correct when the row has it, else reward >= 0.5, as
-in the seed's one-liner.
+in the procedure's one-liner.
 
 Train rollouts are fair game: `train_reward_mean` and `train_trajectory` read
 their rewards.
@@ -57,7 +57,7 @@ def hub_env_of(rd: RunDir) -> HubEnv | None:
 
 
 def expected_eval_examples(cfg: RunConfig, hub: HubEnv | None) -> int:
-    """Eval examples per iteration (iter_0 and every iter_N alike): the seed's 200 (cfg.eval_examples),
+    """Eval examples per iteration (iter_0 and every iter_N alike): the skill's procedure's 200 (cfg.eval_examples),
     capped by the eval split's size when introspection knows it."""
     if hub is not None and hub.eval_size:
         return min(cfg.eval_examples, hub.eval_size)
@@ -87,7 +87,7 @@ def _sealed_fields(line: bytes, lineno: int, path: Path) -> list[tuple[object, f
     for example_id, reward, is_correct in scores:
         if reward is None:
             raise EvalParseError(f"{path}: line {lineno}: no numeric 'reward'; is this an eval rollouts file "
-                                 "(a seed record or a verifiers v1 Episode record)?")
+                                 "(a seed-dialect record or a verifiers v1 Episode record)?")
         out.append((example_id, reward, is_correct))
     return out
 
@@ -101,7 +101,7 @@ def read_sealed(path: Path) -> tuple[list[tuple[object, float, float]], int, str
     """
     if not path.is_file() or path.stat().st_size == 0:
         raise EvalParseError(
-            f"{path}: eval rollouts missing or empty; the seed's rule is 'Missing/empty eval_rollouts.jsonl -> abort': "
+            f"{path}: eval rollouts missing or empty; the skill's procedure says 'Missing/empty eval_rollouts.jsonl -> abort': "
             "the arm cannot be scored; check train.log, then re-run with --restart"
         )
     out: list[tuple[object, float, float]] = []
@@ -164,7 +164,7 @@ def train_trajectory(arm: ArmDir, bucket: int = 20) -> list[dict]:
     [{"steps": "1-20", "first_step": 1, "last_step": 20, "reward_mean": 0.41, "n_steps": 20}, ...].
 
     Steps 1..bucket form the first bucket (step 0, if the engine logs one, joins it),
-    matching the seed's "trajectory by 20-step buckets".
+    matching the skill's procedure's "trajectory by 20-step buckets".
     """
     buckets: dict[int, list[float]] = {}
     for s in train_steps(arm):
@@ -179,7 +179,7 @@ def train_trajectory(arm: ArmDir, bucket: int = 20) -> list[dict]:
 
 
 def checkpoint_path(arm: ArmDir, step: int) -> str | None:
-    """The arm's model at `step` as a directory `transformers` loads (the seed's weights/step_N; in main's
+    """The arm's model at `step` as a directory `transformers` loads (the seed dialect's weights/step_N; in main's
     layout, which has none, `<arm>/model/step_N` assembled from the final filesystem broadcast:
     phases/hf_model.py), else its trainer checkpoint, else None."""
     loadable = arm.weights(step) if arm.layout.hf_weights else build_v1_model(arm, step)
@@ -190,7 +190,7 @@ def checkpoint_path(arm: ArmDir, step: int) -> str | None:
 
 
 def eval_policy_step(arm: ArmDir, step: int) -> int | None:
-    """The policy version the eval labelled `step` scored. The seed evaluates checkpoint `step` itself. Main
+    """The policy version the eval labelled `step` scored. The seed dialect evaluates checkpoint `step` itself. Main
     triggers that eval right after batch step-1 ships, on whatever policy inference holds (<= step-1,
     orchestrator.py:690 and 759); each eval episode records it (run.work.policy, orchestrator.py:919-924):
     the oldest is the one that counts. None when the records do not say."""
@@ -278,7 +278,7 @@ def record_summary(rd: RunDir, summary: EvalSummary, *, key: str | None = None, 
 
 @contextlib.contextmanager
 def abort_run_on_unparseable_eval(ctx: RunContext, arm: str) -> Iterator[None]:
-    """The seed's rule for iter_0 and every iter_N: "Validate eval_summary.json after every iter.
+    """The skill's procedure's rule for iter_0 and every iter_N: "Validate eval_summary.json after every iter.
     Parse failure -> abort." An eval file that is missing, empty or does not parse sets run.json
     status "aborted" with the reason, then re-raises in one line. (Phase 4 arms do not abort the
     run: their failures go to run.json phase4_errors and the others proceed.)"""

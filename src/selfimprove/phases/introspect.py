@@ -14,7 +14,7 @@ Steps, in order:
    env: `load_environment` (stack/verifiers_classic.py). A `--stack v1` run: the v1
    Taskset too (hub_env.json `taskset`); a Taskset-only env fills every field from it
    (stack/env_api_v1.py).
-3. The seed's Qwen3 rule (3c): warn when the student is a Qwen3 variant and the
+3. The skill's procedure's Qwen3 rule (3c): warn when the student is a Qwen3 variant and the
    parser strips <think> (ThinkParser); printed and kept in hub_env.json warnings.
 4. Write the scratchpad's "Phase 1" section, then hub_env.json LAST (its presence
    means the phase is done). Re-running rewrites both.
@@ -56,7 +56,7 @@ class IntrospectResult:
 
 
 def is_qwen3(model: str) -> bool:
-    """The seed's 'Qwen3 variant': any model id or path naming Qwen3."""
+    """The skill's procedure's 'Qwen3 variant': any model id or path naming Qwen3."""
     return bool(_QWEN3.search(model))
 
 
@@ -72,7 +72,7 @@ def evaluated_rows_note(eval_size: int | None, train_size: int | None, eval_exam
 
 
 def qwen3_warnings(model: str, parser_class: str, parser_config: dict) -> list[str]:
-    """The seed's 3c rule, as one-line warnings (empty when it does not apply)."""
+    """The skill's procedure's 3c rule, as one-line warnings (empty when it does not apply)."""
     if not is_qwen3(model):
         return []
     out = []
@@ -80,7 +80,7 @@ def qwen3_warnings(model: str, parser_class: str, parser_config: dict) -> list[s
         out.append(
             f"student {model} is a Qwen3 variant and the hub env's parser is {parser_class}, which returns '' "
             "for any completion without </think>: Qwen3 may skip or strip <think> blocks, so rewards can collapse "
-            "to 0. Mirror the parser only after checking the student's raw outputs keep </think> (seed 3c)"
+            "to 0. Mirror the parser only after checking the student's raw outputs keep </think> (the skill's procedure, step 3c)"
         )
     elif vc.parser_requires_think_field(parser_config):
         out.append(
@@ -96,7 +96,7 @@ def _abort(rd: RunDir, cfg: RunConfig, reason: str) -> None:
     cfg.reason = reason
     cfg.end_ts = now
     cfg.total_duration_s = round(now - cfg.start_ts, 1)
-    _upsert_scratchpad(rd, f"{marker(SCRATCHPAD_KEY)}\n{SCRATCHPAD_HEADING}\n\n- ABORTED: {reason} (seed Phase 1).\n")
+    _upsert_scratchpad(rd, f"{marker(SCRATCHPAD_KEY)}\n{SCRATCHPAD_HEADING}\n\n- ABORTED: {reason} (Phase 1 of the skill's procedure).\n")
     rd.write_run(cfg)
 
 

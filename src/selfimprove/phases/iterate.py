@@ -68,7 +68,7 @@ def current_iteration(rd: RunDir) -> int:
 def start_phase3_clock(rd: RunDir, cfg: RunConfig) -> RunConfig:
     """Record when Phase 3 began (run.json phase3_start_ts), once: the --budget clock.
 
-    `--budget` caps Phase 3 only (the seed's "Phase 3 cap"), so the clock starts at
+    `--budget` caps Phase 3 only (the "Phase 3 cap" of the skill's procedure), so the clock starts at
     the first `iterate` after the baseline, never at bootstrap: introspection,
     iter_0 training or --init-from, and any first-use build of a student are not
     charged. Re-runs and resumes keep the recorded time. A run whose Phase 3 began
@@ -83,7 +83,7 @@ def start_phase3_clock(rd: RunDir, cfg: RunConfig) -> RunConfig:
 
 
 def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
-    """The seed's pre-iteration gate. Ends Phase 3 (status + reason) or returns None.
+    """The skill's procedure's pre-iteration gate. Ends Phase 3 (status + reason) or returns None.
 
     Budget time is measured from phase3_start_ts (see start_phase3_clock)."""
     elapsed = time.time() - cfg.phase3_start_ts if cfg.phase3_start_ts is not None else 0.0

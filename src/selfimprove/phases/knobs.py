@@ -5,7 +5,7 @@
 
 A teacher that changes a knob in overrides.toml needs the value it replaces. The canonical file
 alone is not it: the arm's rl.toml is the canonical knobs, the run's own flags (steps per run,
-batch, rollouts), the seed's iter_N defaults (seq_len, train tokens) and the teacher's overrides
+batch, rollouts), the iter_N defaults of the skill's procedure (seq_len, train tokens) and the teacher's overrides
 merged by arms.resumed_arm_config. So the figures here are read back from that very builder's
 output, for a placeholder train env, never restated: what is shown is what the arm gets.
 `iterate` writes them to iter_N/knobs.json before the teacher stop (the agent reads it) and the

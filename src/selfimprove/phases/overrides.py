@@ -36,7 +36,7 @@ from ..errors import ConfigError, GateFailed
 from ..stack.dialects import SEED
 from ..stack.prime_rl import SEED_SEQ_LEN, SEED_TRAIN_MAX_TOKENS
 
-# Keys a teacher may change per iteration (the seed: "everything else is the
+# Keys a teacher may change per iteration (the skill's procedure: "everything else is the
 # teacher's discretion"); the pinned ones (steps, batch, rollouts, resume, envs)
 # are not in this list and are refused. Each maps to its field in _Knobs.
 TEACHER_KEYS = {

@@ -1,6 +1,6 @@
 """Step 3e's bookkeeping: fill section 5 of the iteration's scratchpad entry.
 
-The verdict has two parts. The seed's rule on the raw delta vs iter_{N-1}
+The verdict has two parts. The skill's procedure's rule on the raw delta vs iter_{N-1}
 (improved >= +0.01, flat, regressed <= -0.01, collapsed when accuracy falls
 below half of iter_0's), and whether the change vs iter_0 is distinguishable
 from noise at all: an exact McNemar test on the eval examples both arms share.
@@ -53,7 +53,7 @@ def record_iteration(ctx: RunContext, n: int) -> dict:
         f"- eval_acc {cur.eval_acc:.3f} (95% Wilson [{lo:.3f}, {hi:.3f}], n={cur.n_eval} rollouts on "
         f"{cur.n_examples} {measured_on}), reward mean {cur.eval_reward_mean:.3f}",
         f"- train reward by 20-step bucket: {_trajectory_line(rd, n)}",
-        f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> seed verdict: **{verdict}**",
+        f"- delta vs iter_{n - 1}: {delta_prev:+.3f} -> verdict by the skill's procedure's rule: **{verdict}**",
         f"- noise check: {noise}",
         f"- checkpoint: `{cur.checkpoint}`",
     ]

@@ -11,7 +11,7 @@ measures nothing. So baseline reads, from iter_0's own output:
    example id in a step), whether its rewards spread by more than SPREAD_EPS
    (with one rollout per prompt, whether the rewards spread across prompts);
 2. the base-model eval (rewards only; eval rows stay sealed): the standard
-   deviation of its per-example rewards. The seed labels it step 0; prime-rl
+   deviation of its per-example rewards. The seed dialect labels it step 0; prime-rl
    main's steps are 1-indexed, so its base eval is rollouts/step_1/eval
    (`OutputLayout.base_eval_step`; main orchestrator/types.py:27-30). The
    record keeps its `eval_step0_*` names for both.

@@ -16,8 +16,8 @@ reinstall of the run's generated packages (`reinstall_command`), with their proj
 PYTHONPATH; `uv run rl` then syncs inexactly (uv's default for `run`), which leaves them. The real env is the user's install: prime-rl's docs make
 it a workspace member of the checkout (README.md:114, pyproject.toml [tool.uv.workspace]), which the
 sync keeps (docs/how-to/gpu-prime-rl.md). Workspace members were not chosen for the generated packages:
-each would edit the user's pyproject.toml and re-lock uv.lock every iteration, and the seed's sync
-(no --all-packages) would remove them anyway.
+each would edit the user's pyproject.toml and re-lock uv.lock every iteration, and prime-rl's sync at the seed
+commit (no --all-packages) would remove them anyway.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """`selfimprove-rl`: the embedded CPU engine (real GRPO on a tiny student) behind
-prime-rl's `rl` command, TOML and output contract (both dialects: the seed's and main's v0.8).
+prime-rl's `rl` command, TOML and output contract (both dialects: the seed dialect's and main's v0.8).
 
     cli.py         entry point: argv -> config -> run; exit codes; "RL training finished!"
     config.py      the honoured subset of prime-rl's keys (EngineConfig), ignored-key notes

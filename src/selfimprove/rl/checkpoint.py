@@ -61,7 +61,7 @@ class Layout:
         self.layout = layout  # prime-rl 09e297743's tree (SEED_LAYOUT) or main 559b44772's (MAIN_LAYOUT)
         self.run_root = self.out / layout.run_subdir
 
-    def weights(self, n: int) -> Path:  # the seed's HF weights (main writes none)
+    def weights(self, n: int) -> Path:  # the seed dialect's HF weights (main writes none)
         return self.out / "weights" / f"step_{n}"
 
     def trainer(self, n: int) -> Path:
@@ -84,7 +84,7 @@ class Layout:
 
     @property
     def metrics_file(self) -> Path | None:
-        """main's local metrics JSONL (monitors.file); the seed layout has none."""
+        """main's local metrics JSONL (monitors.file); the seed dialect's layout has none."""
         return self.out / self.layout.metrics_file if self.layout.metrics_file else None
 
     @property
@@ -109,7 +109,7 @@ class Layout:
 
     def missing_for_resume(self, n: int, root: Path | None = None) -> list[Path]:
         """What a resume from step n lacks. Main needs the trainer and orchestrator checkpoints only (its
-        trainer re-broadcasts v{n} at start-up); the seed also needs the step's STABLE broadcast.
+        trainer re-broadcasts v{n} at start-up); the seed dialect also needs the step's STABLE broadcast.
         `root`: another run's `checkpoints/step_n` (main's resume.dir)."""
         trainer = (root / "trainer") if root else self.trainer(n)
         orch = (root / "orchestrator") if root else self.orchestrator(n)
@@ -184,9 +184,9 @@ def save_orchestrator(lay: Layout, n: int, progress: dict, state: dict) -> None:
     """`progress` = {"cursors": {source name: {"epoch", "pos"}}, "seed"}; `state` = the RNG states.
 
     One progress.pt, as both prime-rl versions name it. Main's shape (orchestrator/ckpt.py:40-46):
-    {"progress": {"step"}, "train_source": {"rng", "envs": {source name: its state}}}. The seed's
+    {"progress": {"step"}, "train_source": {"rng", "envs": {source name: its state}}}. The seed dialect's
     (09e297743 orchestrator/ckpt.py:41-43) is {"progress": ...}: the cursors and RNG states ride in it
-    (the seed's buffer/ dir, which holds its async rollout buffer, has no counterpart here)."""
+    (the seed dialect's buffer/ dir, which holds its async rollout buffer, has no counterpart here)."""
     def fill(d: Path) -> None:
         if lay.main:
             blob = {"progress": {"step": n, "seed": progress.get("seed")},
@@ -215,7 +215,7 @@ def prune(lay: Layout, keep_last: int | None, keep_interval: int | None, protect
 
 
 def prune_broadcasts(lay: Layout, current: int, ckpt_interval: int | None = None) -> None:
-    """The seed: keep broadcasts of checkpoint steps (its resume needs them) and of the current step only.
+    """The seed dialect: keep broadcasts of checkpoint steps (its resume needs them) and of the current step only.
     Main (trainer/utils.py:349-363 maybe_clean): delete step current-2 unless it is a multiple of the
     checkpoint interval; so step_{max-1} and step_{max} always remain."""
     if lay.main:

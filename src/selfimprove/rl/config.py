@@ -1,8 +1,8 @@
-"""The engine's config: prime-rl's `rl` dict (seed keys) -> the subset this CPU engine honours.
+"""The engine's config: prime-rl's `rl` dict (seed-dialect keys) -> the subset this CPU engine honours.
 
 The generic contract (argv parsing, deep merge, unknown keys, types, cross-field
 rules) is `stack/`'s (the run's Dialect), derived from prime-rl's own source; a
-prime-rl >= 0.8 config is first read in seed keys through the same rename map
+prime-rl >= 0.8 config is first read in seed-dialect keys through the same rename map
 (`engine_view`). A config prime-rl would reject is rejected here with the same
 words. This module then maps the merged dict onto `EngineConfig`. Keys prime-rl accepts but this engine
 does not use are listed once in the log as ignored (`ignored_keys`).
@@ -188,7 +188,7 @@ def _env_blocks(envs: list[dict] | None, where: str) -> list[EnvBlock]:
 
 
 def resolve(cfg: dict) -> EngineConfig:
-    """Validate `cfg` (prime-rl's rules, seed keys: `engine_view` gives a v0.8 config in them) and map it
+    """Validate `cfg` (prime-rl's rules, seed-dialect keys: `engine_view` gives a v0.8 config in them) and map it
     onto EngineConfig; ConfigError names the key."""
     SEED.validate_config(cfg)
     if get_path(cfg, "output_dir") is None:
@@ -287,7 +287,7 @@ def _in_range(e: EngineConfig) -> EngineConfig:
 
 
 def engine_view(cfg: dict, dialect) -> dict:
-    """A validated config of `dialect` as the seed-shaped dict `resolve` maps (same meaning).
+    """A validated config of `dialect` as the seed-dialect dict `resolve` maps (same meaning).
 
     A seed-dialect config is already that. A prime-rl >= 0.8 one is read through the dialect's
     rename map (`stack.dialects.RENAMES`): every renamed key the engine honours moves back to its
@@ -325,7 +325,7 @@ def engine_view(cfg: dict, dialect) -> dict:
 
 
 def _env_block(source: dict) -> dict:
-    """A v0.8 source as the seed env block `stack.dialects.source` would have made it from."""
+    """A v0.8 source as the seed-dialect env block `stack.dialects.source` would have made it from."""
     taskset = dict(get_path(source, "env.taskset") or {})
     block: dict[str, Any] = {"id": taskset.pop("id", "")}
     if taskset:

@@ -336,7 +336,7 @@ def restore_sources(lay: Layout, cfg: EngineConfig, start: int, cursors: dict, o
     Main restores it unless [orchestrator.ckpt] skip_progress (orchestrator/ckpt.py:58-67), and refuses a
     checkpoint whose source names differ from the configured ones with its own words
     (orchestrator/train_source.py:73-82): forking iter_0 into an arm that trains on other sources needs
-    skip_progress. The seed restores the cursors of the names both share."""
+    skip_progress. The seed dialect restores the cursors of the names both share."""
     progress, _ = load_orchestrator(lay, start, root=cfg.resume_dir)
     saved = progress["cursors"]
     if lay.main and cfg.skip_progress:

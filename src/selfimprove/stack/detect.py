@@ -9,7 +9,7 @@
   pyproject.toml. An empty PRIME_RL_DIR counts as unset, and is reported so.
 - the env: its module's source, found with importlib without importing it (by the env
   interpreter, stack/env_python.py, in a subprocess when that is another venv's). `load_environment`
-  is the classic API (seed); a `Taskset` subclass in the module is verifiers v1.
+  is the classic API (the seed dialect); a `Taskset` subclass in the module is verifiers v1.
 - `--stack seed|v1` overrides detection, not the evidence: a checkout of the other dialect (with
   the prime-rl engine) or an env without the API that dialect loads is refused at bootstrap.
 - a mismatch (a classic env with prime-rl >= 0.8, which dropped `load_environment` envs in

@@ -20,7 +20,7 @@ What differs, read from prime-rl's source at those commits, and where each is ha
 - env blocks: `[[orchestrator.train.env]]` {id, args} are `[[...source]]` blocks whose
   `env.taskset.id` names a module exporting one verifiers v1 Taskset, with the env args as
   fields of that taskset's config: `shape_env` (`seed_env_block` / `source`).
-- W&B: the seed needs shared = false beside offline; main has no `shared` and refuses a
+- W&B: the seed dialect needs shared = false beside offline; main has no `shared` and refuses a
   shared-level offline: `shape_wandb` (`seed_wandb` / `v08_wandb`).
 - the renderer table: main's is a union picked by `name`, so a table always carries one:
   `renderer_always_named`.
@@ -70,12 +70,12 @@ RENAMES: tuple[Rename, ...] = (
     # tables only prime-rl >= 0.8 has, named when one arrives in a seed config
     Rename(None, "resume", "hint", as_seed="ckpt.resume_step"),
     Rename(None, "monitors", "hint", as_seed="[wandb]"),
-    Rename(None, "run", "hint", as_seed="--output-dir (the seed has no run name)"),
+    Rename(None, "run", "hint", as_seed="--output-dir (the seed dialect has no run name)"),
 )
 
 
 def seed_env_block(block: dict) -> dict:
-    """The seed writes env blocks as the callers build them ({"id", "args", "name", "ratio", ...})."""
+    """The seed dialect writes env blocks as the callers build them ({"id", "args", "name", "ratio", ...})."""
     return copy.deepcopy(block)
 
 
@@ -124,7 +124,7 @@ def source(block: dict) -> dict:
 
 
 def seed_wandb(wandb: dict) -> dict:
-    """The seed's [wandb]: prime-rl 09e297743 refuses offline with its default shared = true."""
+    """The seed dialect's [wandb]: prime-rl 09e297743 refuses offline with its default shared = true."""
     w = {k: v for k, v in wandb.items() if v is not None}
     if is_true(w.get("offline")) and "shared" not in w:
         w["shared"] = False
@@ -196,7 +196,7 @@ DIALECTS: dict[str, Dialect] = {d.NAME: d for d in (SEED, V1)}
 
 
 def dialect_named(name: str | None) -> Dialect:
-    """The dialect of a --stack value; None (an older run.json) is the seed's."""
+    """The dialect of a --stack value; None (an older run.json) is the seed dialect."""
     return DIALECTS[name or SEED.NAME]
 
 
@@ -208,7 +208,7 @@ def dialect_for(cfg) -> Dialect:
 def dialect_of_argv(argv: list[str]) -> Dialect:
     """The dialect an `rl` argv is written in: v0.8 when it names a run (--run.name, which the
     v0.8 writer always passes), sets the group size or a resume on the CLI, or any of its files
-    holds a key of the v0.8 side of RENAMES; else the seed's."""
+    holds a key of the v0.8 side of RENAMES; else the seed dialect."""
     v08_paths = {r.v08 for r in RENAMES if r.v08}
     flags = {"--" + kebab(p) for p in v08_paths}
     if any(tok.split("=", 1)[0] in flags or tok.startswith(("--run.", "--resume")) for tok in argv):

@@ -1,7 +1,7 @@
 """Step 3c: wrap a generated dataset as an installable verifiers environment.
 
 The package mirrors the real env by reference (see templates/env_package/), is
-installed after the seed's stale-file cleanup, and is verified in a FRESH
+installed after the skill's procedure's stale-file cleanup, and is verified in a FRESH
 subprocess: `load_environment(<package>)` must build exactly as many rows as
 dataset.jsonl holds. A mismatch cleans and retries once, then fails loudly.
 Real runs once trained for 90 minutes on a stale copy of an earlier
@@ -187,7 +187,7 @@ def site_packages(python: str = sys.executable) -> Path:
 
 
 def cleanup_stale(package: str, sp: Path) -> list[str]:
-    """The seed's cleanup: remove a root-level dataset.jsonl, the module and its dist-info."""
+    """The skill's procedure's cleanup: remove a root-level dataset.jsonl, the module and its dist-info."""
     removed = []
     patterns = ["dataset.jsonl", f"{package}.py", package, f"{package}-*.dist-info", f"__editable__*{package}*", f"_{package}*.pth"]
     for pattern in patterns:

@@ -1,7 +1,7 @@
 """prime-rl's `rl` config: the Dialect type and the one set of builders every dialect runs.
 
 A `Dialect` (its two instances and what differs between them are `dialects.py`'s) holds the
-data; the builders are its methods, written once in the seed's key names, with every key the
+data; the builders are its methods, written once in the seed dialect's key names, with every key the
 other dialect renames looked up through `Dialect.key` (the one rename map) and each real
 difference behind a named field:
 
@@ -33,9 +33,9 @@ from . import prime_rl_checks
 from .prime_rl_keys import leaf_type, needs_default_renderer, normalise_aliases, parse_cli_overrides
 from .toml_paths import CONFIG_ERROR, deep_merge, get_path, kebab, merge_argv_files, read_toml, set_path, write_toml_text
 
-SEED_SEQ_LEN = 2048  # the seed's iter_N template
-SEED_TRAIN_MAX_TOKENS = 1024  # the seed's iter_N template
-# One eval budget for every arm (the seed's iter_0 overlay value), so eval numbers compare.
+SEED_SEQ_LEN = 2048  # the skill's procedure's iter_N template
+SEED_TRAIN_MAX_TOKENS = 1024  # the skill's procedure's iter_N template
+# One eval budget for every arm (the skill's procedure's iter_0 overlay value), so eval numbers compare.
 EVAL_MAX_TOKENS = 2048
 ITER0_CHECKPOINTS = 5  # iter_0 saves a checkpoint every max_steps / 5 steps: a crash loses at most a fifth
 
@@ -66,7 +66,7 @@ class Dialect:
     SEED_NOTE: str  # what fixes a run's randomness here (recorded in run.json)
     keys_file: str  # the key snapshot (prime_rl_keys.py reads it)
     renames: tuple[Rename, ...]  # the one rename map, shared by both dialects
-    spells_v08: bool  # this dialect writes the v08 side of `renames` (else the seed side)
+    spells_v08: bool  # this dialect writes the v08 side of `renames` (else the seed-dialect side)
     env_api: ModuleType  # the verifiers API this dialect's envs speak
     trains_tasksets: bool  # a train source is a verifiers v1 Taskset (its rows cannot be held out)
     layout: OutputLayout  # where prime-rl writes a run under --output-dir
@@ -126,7 +126,7 @@ class Dialect:
     def resume_flags(self, config: dict, step: int, own_checkpoint: Path) -> list[str]:
         """The flags a crashed arm is relaunched with to resume from its own checkpoint `step`.
 
-        The seed: --ckpt.resume-step N. Main has no ckpt.resume_step ("Extra inputs are not permitted ...
+        The seed dialect: --ckpt.resume-step N. Main has no ckpt.resume_step ("Extra inputs are not permitted ...
         did you mean --resume?"): --resume.step N (docs/training.md:289-299), or, for an arm that forks
         another run with resume.dir (which excludes resume.step: configs/shared.py:58-63), resume.dir
         pointed at its own checkpoints/step_N with the train-source state restored (its own sources)."""
@@ -255,10 +255,10 @@ class Dialect:
 
         Shaped like prime-rl's own example configs: seq_len, [model], one train env block (id + the
         args the hub env is loaded with), train sampling tokens, empty [trainer] and [inference].
-        max_steps, batch size and rollouts come from the CLI overrides, as in the seed. Models
+        max_steps, batch size and rollouts come from the CLI overrides, as in the skill's procedure. Models
         outside prime-rl's renderer map get name = "default". `context` (the student's positions,
         when known) caps seq_len, and the train completion budget to half of it, so the prompt
-        keeps the other half: the seed's 2048 / 1024 ask a 256-position CPU student for 8x what
+        keeps the other half: the procedure's 2048 / 1024 ask a 256-position CPU student for 8x what
         it can attend over.
         """
         seq_len, train_tokens = SEED_SEQ_LEN, SEED_TRAIN_MAX_TOKENS
@@ -280,7 +280,7 @@ class Dialect:
         key = self.key("orchestrator.train.env")
         envs = get_path(canonical, key)
         if envs is None:
-            envs = get_path(canonical, self.key("orchestrator.env"))  # the seed's deprecated spelling
+            envs = get_path(canonical, self.key("orchestrator.env"))  # the seed dialect's deprecated spelling
         if not envs:
             raise ConfigError(f"{CONFIG_ERROR}: the canonical config has no [[{key}]]; add the real dataset's {key.rsplit('.', 1)[1]} block")
         return copy.deepcopy(envs)
@@ -311,7 +311,7 @@ class Dialect:
                      max_completion_tokens: int = EVAL_MAX_TOKENS) -> dict:
         """iter_0's eval_overlay.toml: checkpoints, one eval at max_steps on the hub env only.
 
-        The seed saves exactly one checkpoint (interval = max_steps), which left nothing to
+        The skill's procedure saves exactly one checkpoint (interval = max_steps), which left nothing to
         `--resume` from after a crash mid-iter_0 (issue 13, which wins here): the overlay saves
         every max_steps / 5 steps and keeps only the latest (keep_last = 1), so disk use stays
         one extra checkpoint and the final step, the one every arm resumes from, is always kept.
@@ -328,7 +328,7 @@ class Dialect:
 
     def train_sources_overlay(self, canonical: dict) -> dict:
         """iter_0's overlay fragment that re-writes the canonical config's train blocks through `shape_env`
-        (main: each source pinned to plain chat in a subprocess), or {} when that changes nothing (the seed).
+        (main: each source pinned to plain chat in a subprocess), or {} when that changes nothing (the seed dialect).
         A list in an overlay replaces the canonical list whole."""
         envs = self.canonical_train_envs(canonical)
         shaped = [self.shape_env(b) for b in envs]
@@ -364,12 +364,12 @@ class Dialect:
         [resume] dir (the fork, configs/shared.py:55-72), and `skip_progress` sets [orchestrator.ckpt]
         skip_progress = true: the arm's train sources differ from iter_0's and main's orchestrator
         refuses to restore their state otherwise (orchestrator/train_source.py:78-82, ckpt.py:58-67).
-        Without `fork_from` (or in the seed) the arm resumes with the resume step, from staged trees.
+        Without `fork_from` (or in the seed dialect) the arm resumes with the resume step, from staged trees.
 
         max_steps = resume_step + new_steps (ABSOLUTE); the resume step, [ckpt] interval = new_steps
         (prime-rl also saves at max_steps); [orchestrator.eval] interval = max_steps, so the arm is
         evaluated once, at the end. Optional knobs, when None: seq_len 2048 and train tokens 1024
-        (the seed's iter_N template), eval tokens EVAL_MAX_TOKENS (iter_0's overlay value, so every
+        (the skill's procedure's iter_N template), eval tokens EVAL_MAX_TOKENS (iter_0's overlay value, so every
         arm is evaluated alike), prime-rl's defaults for lr / temperature / seed, no W&B, and
         renderer "default" only for models outside prime-rl's renderer map. A user expects an arm
         to train like iter_0 did, with only the data changed: callers pass
@@ -396,8 +396,8 @@ class Dialect:
                      seed: int | None = None, temperature: float | None = None, clean_output_dir: bool = False,
                      base_eval: bool = True) -> dict:
         """rl.toml of an arm trained from the base model (Run B): no resume step, max_steps = new_steps.
-        `base_eval=False` skips the start-up eval of the base model (main's skip_first_step, the seed's
-        eval_base_model = false).
+        `base_eval=False` skips the start-up eval of the base model (main's skip_first_step, the seed
+        dialect's eval_base_model = false).
 
         Knobs and defaults as in `resume_config`. `clean_output_dir=True` lets a retried run start
         over in an output dir that already holds checkpoints (prime-rl then deletes that dir).
@@ -427,7 +427,7 @@ class Dialect:
         _positive(seq_len=seq_len, max_completion_tokens=train_max_tokens, eval_max_completion_tokens=eval_max_tokens)
 
         # Top-level tables first, in the order the files have always been written: a key the
-        # v0.8 dialect moves to another table (the seed -> [inference.vllm]) lands in its place.
+        # v0.8 dialect moves to another table (the seed dialect's -> [inference.vllm]) lands in its place.
         cfg: dict[str, Any] = {"max_steps": max_steps, "seq_len": seq_len}
         if clean_output_dir:
             set_path(cfg, self.key("clean_output_dir"), True)
@@ -457,7 +457,7 @@ class Dialect:
         orch["train"] = {"sampling": sampling}
         set_path(cfg, self.key("orchestrator.train.env"), [self.shape_env(b) for b in train_envs])
         orch["eval"] = self._eval_table(max_steps, eval_max_tokens, eval_env_id, eval_env_args, num_examples)
-        if not base_eval:  # main: skip_first_step = true; the seed: eval_base_model = false (the inverted key)
+        if not base_eval:  # main: skip_first_step = true; the seed dialect: eval_base_model = false (the inverted key)
             orch["eval"][self.key("orchestrator.eval.eval_base_model").rsplit(".", 1)[1]] = self.spells_v08
         if table := self._renderer(renderer, model):
             orch["renderer"] = table

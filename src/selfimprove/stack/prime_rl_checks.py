@@ -81,7 +81,7 @@ def _refuse_auto_renderer(model: str) -> None:
 
 
 def check_shared_once(d, cfg: dict) -> None:
-    """The seed refuses a shared key set at top level and in a section, even to the same value."""
+    """prime-rl at the seed commit refuses a shared key set at top level and in a section, even to the same value."""
     conflicts = shared_conflicts(cfg, d.keys_file)
     if conflicts:
         shared, sub = conflicts[0]
@@ -120,7 +120,7 @@ def _unique_names(key: str, names: list[str], reserved: str) -> None:
 
 
 def check_ckpt(d, cfg: dict) -> None:
-    """One shared [ckpt]; knob floors; resume_step < max_steps (the seed's KeyError 'perf/peak_memory' crash)."""
+    """One shared [ckpt]; knob floors; resume_step < max_steps (the seed dialect's KeyError 'perf/peak_memory' crash)."""
     for side in ("trainer", "orchestrator"):
         other = "orchestrator" if side == "trainer" else "trainer"
         if get_path(cfg, f"{side}.ckpt") is not None and get_path(cfg, f"{other}.ckpt") is None and get_path(cfg, "ckpt") is None:
@@ -153,7 +153,7 @@ def check_model_names(d, cfg: dict) -> None:
 
 
 def check_renderer_auto_seed(d, cfg: dict) -> None:
-    """The seed checks the renderer 'auto' rule against the tokenizer's name, unless no renderer is used."""
+    """prime-rl at the seed commit checks the renderer 'auto' rule against the tokenizer's name, unless no renderer is used."""
     if get_path(cfg, "orchestrator.training_mode") == "sft" or not is_true(get_path(cfg, "orchestrator.use_renderer", True)):
         return
     if get_path(cfg, "orchestrator.renderer.name", "auto") != "auto":

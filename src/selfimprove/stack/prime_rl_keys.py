@@ -3,7 +3,7 @@
 Each dialect has one snapshot (`prime_rl_seed_keys.json` for prime-rl 09e297743,
 `prime_rl_v08_keys.json` for main at 559b44772), derived from prime-rl's own pydantic classes
 (`RLConfig` of `packages/prime-rl-configs`); its `derived_from` header says how. Every function
-takes the snapshot's file name (the seed's by default). This module only reads it:
+takes the snapshot's file name (the seed dialect's by default). This module only reads it:
 
 - `unknown_keys(cfg)`  keys prime-rl would reject with "extra inputs are not permitted";
 - `type_errors(cfg)`   leaves whose TOML type clearly cannot validate;
