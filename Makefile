@@ -11,7 +11,7 @@ space  := $(subst ,, )
 # Demo knobs (override on the command line, e.g. make demo BUDGET=20m). max-iters is what ends the
 # demo's Phase 3; the budget is only a safety net, set wide so that a slow or busy host runs the same
 # iterations and prints the same digits (a wall-clock stop would make the figures depend on the host).
-# (50 steps per run instead of the seed's 100, and every arm evaluated on the full
+# (50 steps per run instead of the skill's procedure's 100, and every arm evaluated on the full
 # 1000-example eval split so all arms pair on the same examples; both recorded in run.json)
 BUDGET ?= 60m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
