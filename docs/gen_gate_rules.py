@@ -203,6 +203,12 @@ def _write_run(tmp: Path, inp: Inputs) -> tuple[Any, Path]:
     return rd, it
 
 
+def _snapshot(root: Path) -> dict[str, bytes]:
+    """The teacher-side files of the run as the gate read them (for the examples' input blocks)."""
+    return {name: (root / name).read_bytes() for name in ("scratchpad.md", "iter_1/weakness_report.md",
+                                                         "iter_1/dataset.jsonl") if (root / name).is_file()}
+
+
 def report_gate(inp: Inputs):
     """What iterate's report gate checks (phases/iteration_steps.report_gate): the front matter and the scratchpad."""
     from selfimprove.gates import merge_reports
@@ -213,7 +219,7 @@ def report_gate(inp: Inputs):
         rd, it = _write_run(Path(tmp), inp)
         _report, gate = check_weakness_report(it / "weakness_report.md")
         gate = merge_reports("report", [gate, scratchpad_gate(rd, 1)])
-        return gate, str(Path(tmp).resolve() / "run")
+        return gate, str(Path(tmp).resolve() / "run"), _snapshot(rd.root)
 
 
 def dataset_gate(inp: Inputs):
@@ -229,7 +235,7 @@ def dataset_gate(inp: Inputs):
     fx = _fixtures()
     report = WeaknessReport.model_validate(inp.report)
     with tempfile.TemporaryDirectory() as tmp:
-        _rd, it = _write_run(Path(tmp), inp)
+        rd, it = _write_run(Path(tmp), inp)
         rows, load_failures = load_dataset_jsonl(it / "dataset.jsonl")
         reports = [check_dataset(rows, report)]
         if load_failures:
@@ -254,7 +260,7 @@ def dataset_gate(inp: Inputs):
         for source_file, declared in by_file.items():
             kw = {"timeout_s": inp.lint_timeout_s} if inp.lint_timeout_s else {}
             reports.append(lint_reward_functions(it / source_file, declared, rows, report.failure_modes(), **kw))
-        return merge_reports("dataset", reports), str(Path(tmp).resolve() / "run")
+        return merge_reports("dataset", reports), str(Path(tmp).resolve() / "run"), _snapshot(rd.root)
 
 
 def _v1_round_trip(rows: list[dict], taskset_id: str):
@@ -322,8 +328,9 @@ class Example:
     fix: str
     gate: str  # "report" | "dataset" | "direct"
     inputs: Callable[[], Inputs] | None = None
-    show: Callable[[Inputs], list[tuple[str, str, str]]] | None = None  # [(lead-in sentence, fence language, text)]
-    run: Callable[[], tuple[Any, str]] | None = None  # gate == "direct": (GateReport, temp root to hide)
+    # (the input, the run's files as the gate read them) -> [(lead-in sentence, fence language, text)]
+    show: Callable[[Inputs | None, dict[str, bytes]], list[tuple[str, str, str]]] | None = None
+    run: Callable[[], tuple[Any, str, dict[str, bytes]]] | None = None  # gate == "direct": (GateReport, temp root, files)
     note: str = ""
 
 
@@ -345,7 +352,7 @@ def _yaml(data: dict) -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=1000)
 
 
-def show_report_diff(inp: Inputs) -> list[tuple[str, str, str]]:
+def show_report_diff(inp: Inputs, files: dict[str, bytes] | None = None) -> list[tuple[str, str, str]]:
     base, new = _yaml(base_report()).splitlines(), _yaml(inp.report).splitlines()
     diff = [ln for ln in difflib.unified_diff(base, new, lineterm="", n=2)][2:]  # no ---/+++ header
     return [("The front matter, changed from the baseline:", "diff", "\n".join(diff))]
@@ -364,7 +371,7 @@ def _rows_with(change: Callable[[list[dict]], None], report: Callable[[dict], No
 
 
 def show_rows(*index: int, lead: str = "") -> Callable[[Inputs], list[tuple[str, str, str]]]:
-    def show(inp: Inputs) -> list[tuple[str, str, str]]:
+    def show(inp: Inputs, files: dict[str, bytes] | None = None) -> list[tuple[str, str, str]]:
         out = show_report_diff(inp) if inp.report != base_report() else []
         rows = inp.rows if inp.rows is not None else base_rows()
         names = " and ".join(f"row {i}" for i in index)
@@ -374,8 +381,23 @@ def show_rows(*index: int, lead: str = "") -> Callable[[Inputs], list[tuple[str,
     return show
 
 
-def show_text(lead: str, lang: str, text: str) -> Callable[[Inputs], list[tuple[str, str, str]]]:
-    return lambda inp: [(lead, lang, text)]
+def show_text(lead: str, lang: str, text: str) -> Callable[..., list[tuple[str, str, str]]]:
+    return lambda inp, files: [(lead, lang, text)]
+
+
+def show_file(lead: str, lang: str, name: str, start: str | None = None, end: str | None = None,
+              raw: int = 0) -> Callable[..., list[tuple[str, str, str]]]:
+    """Part of a file as the gate read it: from the line starting `start` to the line holding `end`, or its first
+    `raw` bytes as a Python bytes literal (for a file that is not text)."""
+    def show(inp, files):
+        data = files[name]
+        if raw:
+            return [(lead, lang, repr(data[:raw].rsplit(b" ", 1)[0])[:-1] + " ...'")]
+        lines = data.decode("utf-8").splitlines()
+        first = next(i for i, ln in enumerate(lines) if ln.startswith(start)) if start else 0
+        last = next(i for i, ln in enumerate(lines) if i >= first and end in ln) if end else len(lines) - 1
+        return [(lead, lang, "\n".join(lines[first:last + 1]).strip("\n"))]
+    return show
 
 
 def _set(rows: list[dict], idx, path: str, value) -> None:
@@ -430,8 +452,8 @@ def _drop_sub(report: dict) -> None:
 REPORT_EXAMPLES = [
     Example("front_matter", "Open the file with a `---` line, the YAML, and another `---` line; the template iterate "
             "wrote has them.", "report", _no_front_matter,
-            show_text("weakness_report.md, all of it (the YAML block is missing):", "markdown",
-                      "# Weakness report\n\nProse for humans.")),
+            show_file("weakness_report.md, all of it (the YAML block is missing):", "markdown",
+                      "iter_1/weakness_report.md")),
     Example("todo_marker", "Replace every `TODO` the skeleton left with your own text.", "report",
             _report_with(lambda r: r.update(length_quartile_notes="TODO: reward by completion-length quartile")),
             show_report_diff),
@@ -485,9 +507,8 @@ REPORT_EXAMPLES = [
     Example("scratchpad_placeholder", "Replace each `_teacher: ..._` line of scratchpad.md's iteration entry with "
             "your notes (or call `ctx.fill_scratchpad`).", "report",
             lambda: Inputs(scratchpad_sections={1: "Carries get dropped (step 100 idx 5).", 3: "Crate templates."}),
-            show_text("scratchpad.md, iteration 1's section 4 as iterate wrote it (sections 1 and 3 are filled):",
-                      "markdown", "### 4. Hyperparameter / reward changes + rationale\n"
-                      "_teacher: none, or the keys in overrides.toml and why._")),
+            show_file("scratchpad.md, iteration 1's section 4 as iterate wrote it (sections 1 and 3 are filled):",
+                      "markdown", "scratchpad.md", start="### 4.", end="_teacher:")),
 ]
 
 
@@ -569,7 +590,7 @@ def _reward_inputs(source: str, **extra: Any) -> Callable[[], Inputs]:
     return make
 
 
-def show_rewards(inp: Inputs) -> list[tuple[str, str, str]]:
+def show_rewards(inp: Inputs, files: dict[str, bytes] | None = None) -> list[tuple[str, str, str]]:
     return [(f"iter_1/{name}, all of it (the report declares `{REWARD['name']}`, weight {REWARD['weight']}, "
              f"failure_mode '{REWARD['failure_mode']}'):", "python", text.rstrip("\n")) for name, text in inp.rewards.items()]
 
@@ -592,7 +613,7 @@ def _reward_lint_direct(declared: list[dict], source: str = GOOD_REWARDS):
             rows = base_rows()
             gate = lint_reward_functions(it / "rewards.py", [CustomReward.model_validate(r) for r in declared], rows,
                                          {"failure mode 0a dropped"})
-            return gate, str(Path(tmp).resolve() / "run")
+            return gate, str(Path(tmp).resolve() / "run"), {}
     return run
 
 
@@ -607,7 +628,7 @@ def _parser_error_direct():
             raise ValueError("unclosed answer tag")
         return parse_answer(text)
 
-    return check_round_trip(rows, strict), ""
+    return check_round_trip(rows, strict), "", {}
 
 
 DATASET_EXAMPLES = [
@@ -666,12 +687,12 @@ DATASET_EXAMPLES = [
     Example("jsonl_file", "Write dataset.jsonl as UTF-8 (`open(path, 'w', encoding='utf-8')`).", "dataset",
             lambda: Inputs(dataset_text="".join(json.dumps(r, ensure_ascii=False) + "\n" for r in base_rows())
                            .replace("A red farmer", "A café farmer", 1).encode("latin-1")),
-            show_text("Row 0 of dataset.jsonl, as bytes (the file was written in Latin-1):", "text",
-                      "b'{\"question\": \"A caf\\xe9 farmer collects 10 crates in the morning ...'")),
+            show_file("The start of dataset.jsonl, as bytes (the file was written in Latin-1):", "text",
+                      "iter_1/dataset.jsonl", raw=60)),
     Example("jsonl_line", "Write each row with `json.dumps(row)` on its own line.", "dataset",
             lambda: Inputs(dataset_text="".join(json.dumps(r) + "\n" for r in base_rows()) + str(base_rows()[0]) + "\n"),
-            show_text("The last line of dataset.jsonl (a Python dict written with str(), after the 600 rows):", "text",
-                      str(base_rows()[0]))),
+            show_file("The last line of dataset.jsonl (a Python dict written with str(), after the 600 rows):", "text",
+                      "iter_1/dataset.jsonl", start="{'question'")),
     Example("round_trip_input", "Give every row a string answer and a non-empty info.reasoning.", "dataset",
             _rows_with(lambda rows: _set(rows, [4], "info.reasoning", "")), show_rows(4)),
     Example("round_trip_parser_error", "End info.reasoning in the answer format the env's parser reads.", "direct",
@@ -682,8 +703,8 @@ DATASET_EXAMPLES = [
                  "reports it: the env's parser runs in a subprocess where a raise counts as finding nothing, so "
                  "such a row fails `round_trip_no_answer` instead."),
     Example("round_trip_no_answer", "End info.reasoning in the env's answer format (here `<answer>N</answer>`).",
-            "dataset", _rows_with(lambda rows: _set(rows, [5], "info.reasoning", "10 plus 3 gives 13, so the answer "
-                                                    "is 13.")), show_rows(5)),
+            "dataset", _rows_with(lambda rows: _set(rows, [5], "info.reasoning",
+                                                    rows[5]["info"]["reasoning"].split("\n")[0])), show_rows(5)),
     Example("round_trip_mismatch", "Make the answer in info.reasoning the row's answer (compute both from one value).",
             "dataset", _rows_with(lambda rows: _set(rows, [6], "answer", "61")), show_rows(6)),
     Example("round_trip_reward_error", "Write each row's answer in the form the task's answer field takes (here an "
@@ -692,8 +713,8 @@ DATASET_EXAMPLES = [
             show_rows(7, lead="With a verifiers v1 env whose TaskData has `answer: int`, row 7:")),
     Example("round_trip_not_full_marks", "End info.reasoning in the hub answer format with the row's answer.",
             "dataset",
-            _rows_with(lambda rows: _set(rows, [8], "info.reasoning", "Morning 38 plus afternoon 9 gives 47: <answer>"
-                                         "46</answer>"), round_trip="v1"),
+            _rows_with(lambda rows: _set(rows, [8], "info.reasoning", rows[8]["info"]["reasoning"].replace(
+                "<answer>", "<answer>1")), round_trip="v1"),
             show_rows(8, lead="With the verifiers v1 env tests/envs/v1_only_sums (its `exact_answer` reward), row 8:")),
     Example("repeat_of_prior", "Write new questions: never reuse an earlier iteration's question.", "dataset",
             _rows_with(lambda rows: rows[0].update(question=_prior_question(0))),
@@ -738,11 +759,12 @@ DATASET_EXAMPLES = [
             note="The report gate's `custom_reward_weight` refuses the same report first, so a run stops there; "
                  "captured from `lint_reward_functions` called alone."),
     Example("reward_total_weight", "Keep the custom rewards' weights at 0.3 or less in total.", "direct",
-            run=_reward_lint_direct([dict(REWARD, weight=0.2), dict(REWARD, name="step_bonus", weight=0.15)]),
+            run=_reward_lint_direct([dict(REWARD, weight=0.2), dict(REWARD, name="step_bonus", weight=0.15)],
+                                    GOOD_REWARDS + "\n\n" + GOOD_REWARDS.replace("format_bonus", "step_bonus")),
             show=show_text("The report declares:", "yaml", _yaml({"custom_rewards": [
                 dict(REWARD, weight=0.2), dict(REWARD, name="step_bonus", weight=0.15)]}).rstrip()),
             note="The report gate's `custom_reward_total_weight` refuses the same report first; captured from "
-                 "`lint_reward_functions` called alone (its step_bonus is missing too, reported as well)."),
+                 "`lint_reward_functions` called alone (rewards.py defines both functions)."),
     Example("reward_source", "Fix the syntax error (run `python -m py_compile rewards.py`).", "dataset",
             _reward_inputs(GOOD_REWARDS.replace("-> float:", "-> float")), show_rewards),
     Example("reward_missing", "Define each declared reward at the top level of its source file, under the declared "
@@ -820,16 +842,16 @@ class Captured:
 def capture(ex: Example) -> Captured:
     """Run the gate on the example's input: its own failure lines, and the other rules it broke."""
     if ex.gate == "direct":
-        gate, root = ex.run()
+        gate, root, files = ex.run()
         inp = None
     else:
         inp = ex.inputs()
-        gate, root = (report_gate if ex.gate == "report" else dataset_gate)(inp)
+        gate, root, files = (report_gate if ex.gate == "report" else dataset_gate)(inp)
     mine = [_normalise(f.line(), root) for f in gate.failures if f.rule == ex.rule]
     if not mine:
         raise AssertionError(f"example for {ex.rule} did not fail it:\n{gate.summary()}")
     also = sorted({f.rule for f in gate.failures} - {ex.rule})
-    shown = ex.show(inp) if ex.show else []
+    shown = [(lead, lang, _normalise(text, root)) for lead, lang, text in ex.show(inp, files)] if ex.show else []
     return Captured(ex, mine, also, shown)
 
 
