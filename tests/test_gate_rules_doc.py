@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ DOCS = REPO / "docs"
 def _gen():
     spec = importlib.util.spec_from_file_location("gen_gate_rules", DOCS / "gen_gate_rules.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     return module
 
