@@ -133,14 +133,16 @@ bench: setup
 
 # The docs site (mkdocs.yml, docs/) into site/, failing on any warning (a broken link, a page
 # missing from the nav). docs-reference regenerates the pages made from the code (the CLI
-# reference from the Typer app, the run-dir files from the pydantic models); tests/test_docs.py
-# fails while the committed ones differ from what the code generates.
+# reference from the Typer app, the run-dir files from the pydantic models, the gate rules page
+# from real gate runs); tests/test_docs.py and tests/test_gate_rules_doc.py fail while the
+# committed ones differ from what the code generates.
 # (NO_MKDOCS_2_WARNING: mkdocs-material's banner about its successor, not a build warning)
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 docs-reference: setup
 	$(BIN)/python docs/gen_reference.py
+	$(BIN)/python docs/gen_gate_rules.py
 
 docs-serve: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve
