@@ -30,7 +30,7 @@ from .table import comparison_lines, seed_test_lines, seeds_text, teacher_tokens
 
 CSS = """
 body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;background:#f6f7f9;margin:0}
-main{max-width:980px;margin:0 auto;padding:24px 28px 48px;background:#fff;min-height:100vh}
+main{max-width:980px;margin:0 auto;padding:24px 28px 48px;background:#fff;min-height:100vh;overflow-wrap:break-word}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:34px 0 8px;border-bottom:1px solid #e3e6eb;padding-bottom:4px}
 h3{font-size:16px;margin:20px 0 6px}.sub{color:#5b6474;margin:0 0 16px}.muted{color:#5b6474;font-size:13px}
 .verdict{font-size:18px;font-weight:600;padding:12px 16px;border-radius:6px;background:#eef4ff;border-left:5px solid #2f6fdf}
@@ -58,7 +58,7 @@ pre.text{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f7f9;padding:
 .sample{border-top:1px solid #e3e6eb;padding:4px 0}.sealed{background:#fdecec;border-left:5px solid #c62828;padding:8px 14px}
 .swatch{display:inline-block;width:11px;height:11px;border-radius:6px;margin-right:6px}.swatch.base{background:#1d2330;border-radius:0}
 ul.legend-list{list-style:none;padding:0;margin:4px 0}figure.wide figcaption{max-width:none}.charts figure{min-width:0;max-width:100%}
-@media (max-width:600px){main{padding:14px 12px 32px}.toc ul{columns:1}}
+@media (max-width:600px){main{padding:14px 12px 32px}.toc ul{columns:1}.scroll td code{white-space:nowrap;word-break:normal;overflow-wrap:normal}}
 """
 
 
