@@ -142,7 +142,7 @@ def test_the_overlay_has_every_arm_and_the_base_model(finished: RunDir, tmp_path
         assert f'class="arm-point" data-arm="{arm}"' in section
     # iter_1's eval at step 5 read through the sealed reader, then its final record
     assert re.search(r"iter_1[^<]*: 0\.530 \[0\.\d+, 0\.\d+\] at step 5 \(n=200\); 0\.560 \[", section)
-    assert section.count('class="base-point"') == 1 and "comparable across arms" in section
+    assert section.count('class="base-point"') == 1 and "comparable across arms, at equal n" in section
 
 
 def test_learning_curves_are_smoothed_and_say_train_rewards_do_not_compare() -> None:

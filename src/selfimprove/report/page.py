@@ -1,9 +1,13 @@
 """The run report: one self-contained HTML page (R/report.html) a person reads after the run.
 
-Order of the page: the verdict and the model to use; what is missing (a run not finished);
-the summary table with its intervals, n, split and seeds, then the tests it rests on; each
-arm's learning curve with its eval point; the weakness groups' solve rates; each iteration
-(buckets, gates, the teacher's refused replies and tokens); the phases' timeline.
+Order of the page: the verdict with its caveats and the model to use, always first; the contents
+(an anchor per section and iteration); where an open run stands (`selfimprove status`'s view) and
+what is missing; the summary table with its intervals, n, split and seeds, then the tests it rests
+on; every arm's eval accuracy on one chart, the base model's included; each arm's learning curve
+(smoothed) with its eval point; the weakness groups' solve rates; each iteration (buckets with the
+teacher's failure modes, gates, refused replies and tokens, then its evidence collapsed: report,
+failures, rows, gate report; report/sections.py); on a finalized run only, the eval examples Run A
+and Run C disagree on; the phases' timeline. The page holds at 390 px: tables scroll in a wrapper.
 
 Self-contained: CSS inline, charts as inline SVG (report/svg.py), no script, no external
 file, no URL. The run dir is untrusted input: every value reaches the markup through

@@ -79,11 +79,11 @@ def overlay_section(overlay: dict[str, Any], split: str) -> Html:
     if base:
         legend.insert(0, html("<li><span class=\"swatch base\"></span>base model (before training): {}; from {}</li>",
                               _point_text(base), base["source"]))
-    return html("{}<p class=\"muted\">Eval accuracy on the real env's {} split (the same examples for every arm), "
-                "each point with its 95% Wilson interval over the examples scored; one training seed per arm (seed 0). "
-                "iter_0 and run_b start from the base model; the iterations, run_a and run_c resume from iter_0's "
-                "final checkpoint, so their lines start at its eval. Unlike the train rewards below, these figures "
-                "are comparable across arms.</p><figure class=\"wide\">{}<figcaption><ul class=\"legend-list\">{}"
+    return html("{}<p class=\"muted\">Eval accuracy on the real env's {} split, each point with its 95% Wilson "
+                "interval and n, the eval examples (or rollouts, for a figure from metrics.json) it was measured on; "
+                "one training seed per arm (seed 0). iter_0 and run_b start from the base model; the iterations, "
+                "run_a and run_c resume from iter_0's final checkpoint, so their lines start at its eval. Unlike the "
+                "train rewards below, these figures are comparable across arms, at equal n.</p><figure class=\"wide\">{}<figcaption><ul class=\"legend-list\">{}"
                 "</ul></figcaption></figure>", head, split, eval_overlay(arms, base), join(legend))
 
 
