@@ -28,7 +28,7 @@ from ..ui import fmt_duration
 from ..weakness import CLASS_MEANING
 from .collect import collect
 from .markup import Html, esc, fmt, html, join
-from .sections import flips_section, iteration_details, overlay_section, progress_box, stage_text, toc
+from .sections import contents, flips_section, iteration_details, overlay_section, progress_box, stage_text
 from .svg import EMA_ALPHA, learning_curve, timeline
 from .table import comparison_lines, seed_test_lines, seeds_text, teacher_tokens_line
 
@@ -62,7 +62,7 @@ pre.text{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f7f9;padding:
 .sample{border-top:1px solid #e3e6eb;padding:4px 0}.sealed{background:#fdecec;border-left:5px solid #c62828;padding:8px 14px}
 .swatch{display:inline-block;width:11px;height:11px;border-radius:6px;margin-right:6px}.swatch.base{background:#1d2330;border-radius:0}
 ul.legend-list{list-style:none;padding:0;margin:4px 0}figure.wide figcaption{max-width:none}.charts figure{min-width:0;max-width:100%}
-@media (max-width:600px){main{padding:14px 12px 32px}.toc ul{columns:1}.scroll td code{white-space:nowrap;word-break:normal;overflow-wrap:normal}}
+@media (max-width:600px){main{padding:14px 12px 32px}.iter{padding:2px 8px 8px}.toc ul{columns:1}.scroll td code{white-space:nowrap;word-break:normal;overflow-wrap:normal}}
 """
 
 
@@ -207,7 +207,7 @@ def _curves(data: dict) -> Html:
                 "this aggregate is read).</p><p class=\"caveat\"><b>Not comparable across arms:</b> each arm's TRAIN "
                 "rewards come from different data (iter_0 and run_c: the real train split; the iterations and run_a: "
                 "generated rows; run_b: both), so a higher train curve is not a better arm. The eval accuracy is "
-                "comparable: every arm is scored on the same eval examples (the overlay above).</p>"
+                "comparable: every arm is scored on the real env's eval split (at equal n; the overlay above).</p>"
                 "<div class=\"charts\">{}</div>",
                 EMA_ALPHA, fmt(EMA_ALPHA, ".0%"), fmt(1 - EMA_ALPHA, ".0%"), join(figures))
 
@@ -334,23 +334,6 @@ def _timeline(data: dict) -> Html:
                 head, partial, timeline(spans), rows)
 
 
-def _contents(data: dict) -> Html:
-    """The table of contents: every section's anchor, each iteration's, and the sealed part when it is shown."""
-    entries = [("verdict", "Verdict")]
-    if data.get("progress") is not None:
-        entries.append(("progress", "Where it stands"))
-    if data["missing"]:
-        entries.append(("missing", "Not in this report yet"))
-    entries += [("summary", "Summary table"), ("eval-overlay", "Eval accuracy of every arm"),
-                ("curves", "Learning curves"), ("weaknesses", "Weakness groups"), ("iterations", "Iterations")]
-    entries += [(f"iter-{it['n']}", f"iter_{it['n']}: weakness report, failures, rows, gates")
-                for it in data["iterations"]]
-    if data.get("flips") is not None:
-        entries.append(("flips", "Eval examples Run A and Run C disagree on (sealed from the teacher)"))
-    entries.append(("timeline", "Timeline"))
-    return toc(entries)
-
-
 def _eval_split(data: dict) -> str:
     rows = (data["table"] or {}).get("rows") or []
     return "/".join(sorted({str(r["eval_split"]) for r in rows})) or "eval"
@@ -360,7 +343,7 @@ def render(data: dict) -> str:
     """The page's HTML: every value through `markup.html`, so none reaches it unescaped. The verdict comes
     first, then the contents; the parts a person drills into are collapsed (<details>, no script)."""
     split = _eval_split(data)
-    body = join([_header(data), _verdict(data), _contents(data), progress_box(data.get("progress")), _missing(data),
+    body = join([_header(data), _verdict(data), contents(data), progress_box(data.get("progress")), _missing(data),
                  _summary(data), overlay_section(data["overlay"], split), _curves(data), _weakness(data),
                  _iterations(data), flips_section(data.get("flips"), split), _timeline(data)])
     sealed = ("Eval rows are sealed: the page holds only numeric aggregates of them, but for the examples Run A "

@@ -39,6 +39,23 @@ def toc(entries: list[tuple[str, str]]) -> Html:
     return html("<nav class=\"toc\" id=\"contents\" aria-label=\"contents\"><b>Contents</b><ul>{}</ul></nav>", links)
 
 
+def contents(data: dict) -> Html:
+    """The table of contents: every section's anchor, each iteration's, and the sealed part when it is shown."""
+    entries = [("verdict", "Verdict")]
+    if data.get("progress") is not None:
+        entries.append(("progress", "Where it stands"))
+    if data["missing"]:
+        entries.append(("missing", "Not in this report yet"))
+    entries += [("summary", "Summary table"), ("eval-overlay", "Eval accuracy of every arm"),
+                ("curves", "Learning curves"), ("weaknesses", "Weakness groups"), ("iterations", "Iterations")]
+    entries += [(f"iter-{it['n']}", f"iter_{it['n']}: weakness report, failures, rows, gates")
+                for it in data["iterations"]]
+    if data.get("flips") is not None:
+        entries.append(("flips", "Eval examples Run A and Run C disagree on (sealed from the teacher)"))
+    entries.append(("timeline", "Timeline"))
+    return toc(entries)
+
+
 def progress_box(progress: dict[str, Any] | None) -> Html:
     """An open run: the phase reached, every live job (pid or SLURM id, arm, step, log) and the next command."""
     if progress is None:
