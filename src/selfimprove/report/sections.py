@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .flips import RIGHT
 from .markup import Html, esc_long, fmt, html, join
 from .svg import ARM_COLORS, eval_overlay
 
@@ -100,8 +101,9 @@ def overlay_section(overlay: dict[str, Any], split: str) -> Html:
                 "interval and n, the eval examples (or rollouts, for a figure from metrics.json) it was measured on; "
                 "one training seed per arm (seed 0). iter_0 and run_b start from the base model; the iterations, "
                 "run_a and run_c resume from iter_0's final checkpoint, so their lines start at its eval. Unlike the "
-                "train rewards below, these figures are comparable across arms, at equal n.</p><figure class=\"wide\">{}<figcaption><ul class=\"legend-list\">{}"
-                "</ul></figcaption></figure>", head, split, eval_overlay(arms, base), join(legend))
+                "train rewards below, these figures are comparable across arms, at equal n.</p>"
+                "<figure class=\"wide\">{}<figcaption><ul class=\"legend-list\">{}</ul></figcaption></figure>",
+                head, split, eval_overlay(arms, base), join(legend))
 
 
 def _details(summary: Html | str, body: Html) -> Html:
@@ -145,16 +147,21 @@ def iteration_details(n: int, samples: dict[str, Any]) -> Html:
     return html("<div class=\"drill\">{}</div>", join(parts)) if parts else Html()
 
 
+def _scored(correct: float) -> str:
+    """'right (correct 1.00)': the flips' rule (flips.RIGHT) and the example's mean correctness."""
+    return f"{'right' if correct >= RIGHT else 'wrong'} (correct {fmt(correct, '.2f')})"
+
+
 def _flip(e: dict) -> Html:
     if e["question"] is None and e["run_a"] is None and e["run_c"] is None:  # only the ids and scores are left
-        return html("<div class=\"sample\"><p class=\"muted\">example {}: run_a correct {}, run_c correct {}; its text is "
-                    "not on disk (the final eval files are missing or pruned)</p></div>", e["example_id"],
-                    fmt(e["correct_a"], ".2f"), fmt(e["correct_c"], ".2f"))
-    return html("<div class=\"sample\"><p class=\"muted\">example {}: run_a {} (correct {}), run_c {} (correct {})</p>"
+        return html("<div class=\"sample\"><p class=\"muted\">example {}: run_a {}, run_c {}; its text is not on "
+                    "disk (the final eval files are missing or pruned)</p></div>", e["example_id"],
+                    _scored(e["correct_a"]), _scored(e["correct_c"]))
+    return html("<div class=\"sample\"><p class=\"muted\">example {}: run_a {}, run_c {}</p>"
                 "<b>question</b><pre class=\"text\">{}</pre><b>reference answer</b> <code>{}</code>"
-                "<b>run_a's completion</b><pre class=\"text\">{}</pre><b>run_c's completion</b><pre class=\"text\">{}</pre>"
-                "</div>", e["example_id"], "right" if e["correct_a"] >= 0.5 else "wrong", fmt(e["correct_a"], ".2f"),
-                "right" if e["correct_c"] >= 0.5 else "wrong", fmt(e["correct_c"], ".2f"), esc_long(e["question"]),
+                "<b>run_a's completion</b><pre class=\"text\">{}</pre>"
+                "<b>run_c's completion</b><pre class=\"text\">{}</pre></div>",
+                e["example_id"], _scored(e["correct_a"]), _scored(e["correct_c"]), esc_long(e["question"]),
                 "-" if e["answer"] is None else e["answer"], esc_long(e["run_a"]), esc_long(e["run_c"]))
 
 
