@@ -17,7 +17,7 @@ BUDGET ?= 60m
 DEMO_FLAGS ?= --model selfimprove/tiny-arith --batch-size 256 --steps-per-run 50 --eval-examples 1000 \
 	--budget $(BUDGET) --max-iters 3
 
-.PHONY: setup lock demo demo-record test test-deps test-quick test-latest test-faults bench student docs docs-reference docs-serve clean
+.PHONY: setup lock demo demo-record test test-deps test-quick test-latest test-faults bench student docs docs-reference docs-serve clean screenshots
 
 setup: $(VENV)/.installed
 
@@ -149,3 +149,11 @@ docs-serve: setup
 
 clean:
 	rm -rf $(VENV) .pytest_cache site
+
+# The report page's pictures in docs/img (report-1280.png, report-390.png) from the run dir you name, e.g.
+# `make screenshots RUN=runs/<demo run>` after `make demo`. Needs chromium (make test-deps installs it).
+# SHOTS_DIR= puts them elsewhere (the test suite's check of this target does).
+SHOTS_DIR ?= docs/img
+screenshots: setup
+	@if [ -z "$(RUN)" ]; then echo "make screenshots: name the run dir, e.g. make screenshots RUN=runs/<demo run>"; exit 2; fi
+	$(BIN)/python bench/report_screenshots.py --run-dir "$(RUN)" --out-dir "$(SHOTS_DIR)"

@@ -67,7 +67,10 @@ def test_the_page_is_self_contained_and_holds_nothing_sealed(report_runs, pages,
     html = pages[kind].read_text()
     assert not URL_ATTR.search(html) and "url(" not in html and "@import" not in html
     assert "<script" not in html and "<link" not in html and "http://" not in html and "https://" not in html
-    assert CANARY not in html
+    # the finished run's page may quote eval rows in its sealed part only (the fake engine scores Run A and
+    # Run C alike, so none flips there); the open run's page never does
+    outside = re.sub(r'<h2 id="flips">.*?(?=<h2 id="timeline">)', "", html, flags=re.S)
+    assert CANARY not in outside
     assert CANARY in "".join(p.read_text() for p in rd.root.rglob("eval_rollouts.jsonl"))  # it was there to leak
 
 
@@ -78,6 +81,31 @@ def test_a_run_stopped_after_iter1_says_what_is_missing(report_runs, report_tabl
     assert f"selfimprove compare --run-dir {rd.root}" in html and f"selfimprove finalize --run-dir {rd.root}" in html
     assert arms(report_tables["iter1"]) == ["iter_0", "iter_1"]
     assert 'id="iter-1"' in html and "iter_1: done" in html
+    # an open run: where it stands as `selfimprove status` says it, and no sealed part (the teacher may read the page)
+    assert 'id="progress"' in html and "status <b>running" not in html and 'id="flips"' not in html
+
+
+def test_each_iteration_links_to_what_the_teacher_read_and_wrote(report_runs, pages) -> None:
+    """The real fixture's iter_1: the teacher's report, the failures it read, the rows it generated and the
+    gate's report, each collapsed and counted; the bucket table's failure mode is the teacher's own text."""
+    rd = report_runs["iter1"]
+    html = pages["iter1"].read_text()
+    n_failures = sum(1 for line in (rd.iter(1).dir / "failures.jsonl").read_text().splitlines() if line.strip())
+    n_rows = sum(1 for line in (rd.iter(1).dir / "dataset.jsonl").read_text().splitlines() if line.strip())
+    assert f"TRAIN failures the teacher read: 5 shown of {n_failures} (iter_1/failures.jsonl" in html
+    assert f"Generated rows: 5 shown of {n_rows} (iter_1/dataset.jsonl" in html
+    assert "<summary>The teacher's weakness report (iter_1/weakness_report.md)</summary>" in html
+    assert "<summary>The dataset gate's report (iter_1/gate_report.txt)</summary>" in html
+    assert "<td>the student drops step 0 of domain 0</td>" in html  # gate_fixtures.report_dict's failure_mode
+    assert 'href="#iter-1"' in html and 'href="#verdict"' in html
+
+
+def test_the_finished_page_shows_run_a_vs_run_c_sealed_from_the_teacher(report_runs, pages) -> None:
+    html = pages["finished"].read_text()
+    flips = html[html.index('id="flips"'):html.index('id="timeline"')]
+    assert "Sealed from the teacher: shown only after the loop ended." in flips
+    n = report_runs["finished"].read_eval_summary(report_runs["finished"].arm("run_a")).n_examples
+    assert f"n = {n} examples both arms scored" in flips
 
 
 def test_a_bootstrapped_run_gets_a_page_that_says_introspect_is_next(new_run) -> None:
@@ -157,8 +185,10 @@ def test_the_report_renders_in_chromium(report_tables, pages, kind: str, tmp_pat
     names = arms(table)
     assert [row["data-arm"] for row in dom.having("tr") if "data-arm" in row] == names  # the table's rows, in order
     assert [f["data-arm"] for f in dom.having("figure", class_="curve")] == names  # one chart per arm
-    charts = [svg for svg in dom.having("svg", class_="chart") if "timeline" not in svg.get("class", "")]
+    charts = [svg for svg in dom.having("svg", class_="chart") if not {"timeline", "overlay"} & set(svg["class"].split())]
     assert len(charts) == len(names)
+    assert len(dom.having("svg", class_="overlay")) == 1  # every arm's eval accuracy on one chart
+    assert {c["data-arm"] for c in dom.having("circle", class_="arm-point")} == set(names)
     assert len(dom.having("circle", class_="eval-point")) >= len(names)  # each chart has its eval point
     assert dom.having("svg", class_="timeline")
     assert shot.is_file() and shot.stat().st_size > 20_000 and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,6 +1,7 @@
 """Reports over finished arms: the eval-accuracy plot (`plot`) and optional W&B logging (`wandb_log`);
-the summary table as the terminal shows it (`table`); the run report page, report.html (`page`, fed by
-`collect` and `iterations`, drawn with `svg`, every value through `markup`; the tool's records it reads
+the summary table as the terminal shows it (`table`); the run report page, report.html (`page` and
+`sections`, fed by `collect`, `iterations`, `samples`, `overlay` and `flips`, drawn with `svg`, every value
+through `markup`; the tool's records it reads
 validated by `records`; `report --out` checked by `target`), imported where it is used.
 
 Both import their heavy, optional library (matplotlib, wandb) inside the

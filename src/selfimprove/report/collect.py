@@ -4,8 +4,10 @@ It reads what the run wrote and recomputes no statistic: the summary table, verd
 recommendation are `phases.finalize.build_table`'s (what `finalize` prints, passed in), the learning curves
 are the per-step means of the TRAIN rollouts (`engines.rollouts.train_rewards`, as the progress
 bar and the scratchpad trajectory read them), the eval points are the arms' metrics.json records.
-Eval rows are sealed: nothing here opens an eval rollouts file; an eval figure is a number
-metrics.json or eval_summary.json already holds.
+Eval rows are sealed: an eval figure is a number metrics.json or eval_summary.json already holds,
+or one the sealed reader gives (`overlay`: ids and numbers only). The one exception is `flips`: the
+text of the eval examples Run A and Run C disagree on, gathered only once the run is finalized,
+when no teacher turn remains (report/flips.py says why that is safe).
 
 It works on a run at any stage: each part is gathered on its own, and a part that does not
 exist yet becomes a line in `missing` saying what is missing and which command makes it.
@@ -18,11 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from ..engines.rollouts import train_rewards, train_steps
-from ..errors import RunDirError
+from ..errors import RunDirError, SelfImproveError
 from ..models import IterRecord, Metrics, RunConfig
 from ..rundir import ArmDir, RunDir
 from ..ui import fmt_duration
+from .flips import flipped_examples
 from .iterations import iteration_parts, weakness_parts
+from .overlay import eval_overlay
 
 
 def _metrics(rd: RunDir) -> Metrics:
@@ -151,6 +155,22 @@ def closed_line(cfg: RunConfig, root: Path) -> str:
             "--seeds N` reopens it on purpose, for more Phase 4 seeds")
 
 
+def progress(rd: RunDir, cfg: RunConfig) -> dict[str, Any] | None:
+    """Where an open run stands, as `selfimprove status` says it (phases.status.run_status: the phase
+    reached, the live jobs with pid, arm, step and log, the next command); None for a closed run, or
+    when the status cannot be read (the page then shows what the files say, without it)."""
+    from ..phases.status import run_status  # the status logic is the command's; the page only shows it
+
+    if cfg.end_ts is not None:
+        return None
+    try:
+        s = run_status(rd)
+    except (SelfImproveError, OSError) as e:
+        return {"error": str(e)}
+    return {"phase": s["phase_reached"], "next": s["next"], "jobs": [j for j in s["jobs"] if j["live"]],
+            "notes": s["job_notes"]}
+
+
 def collect(rd: RunDir, table: dict[str, Any] | None) -> dict[str, Any]:
     """Everything the page shows, as plain data. `table` is `phases.finalize.build_table`'s (None before
     any arm is recorded): the caller computes it, so this package never imports the phase that writes it."""
@@ -170,10 +190,13 @@ def collect(rd: RunDir, table: dict[str, Any] | None) -> dict[str, Any]:
                 "budget_seconds": cfg.budget_seconds, "seeds": cfg.seeds, "steps_per_run": cfg.steps_per_run,
                 "batch_size": cfg.batch_size, "rollouts_per_example": cfg.rollouts_per_example,
                 "eval_examples": cfg.eval_examples, "engine": cfg.engine, "start_ts": cfg.start_ts,
-                "end_ts": cfg.end_ts, "total_duration_s": cfg.total_duration_s},
+                "end_ts": cfg.end_ts, "total_duration_s": cfg.total_duration_s, "finalized": cfg.finalized()},
         "table": table,
         "missing": _missing(rd, cfg, metrics, table),
         "curves": _curves(rd, metrics, table),
+        "overlay": eval_overlay(rd, cfg, metrics, table),
+        "flips": flipped_examples(rd, cfg),
+        "progress": progress(rd, cfg),
         "weakness": weakness,
         "iterations": iterations,
         "timeline": timeline(rd, cfg, metrics),

@@ -20,6 +20,7 @@ from ..models import Metrics, RunConfig
 from ..phases.analyze import arm_weakness, sealed_train_ids
 from ..errors import RunDirError
 from ..rundir import RunDir, read_json_object
+from .samples import iteration_samples
 from .records import Attempts, Bad, Generated, GateRecord, IterationRecord, WeaknessStats, as_dict, read_record
 
 TOP_GROUPS = 12  # real prompt groups shown, weakest first (the order weakness_stats sorts them in)
@@ -73,8 +74,12 @@ def _buckets(it_dir, report_gate: dict | None) -> dict[str, Any]:
     if not hasattr(parsed, "buckets"):  # a GateReport: the front matter does not parse or validate
         return {"buckets": [], "note": "weakness_report.md's front matter is not valid yet (see report_gate.json)"}
     severity = {d.label: d.severity for d in parsed.domains}
+    # the "failure mode" column is the teacher's own words for what goes wrong (SubDomain.failure_mode),
+    # not the sub_domain label rows are tagged with (the page showed the label under that heading)
+    mode = {(d.label, s.label): s.failure_mode for d in parsed.domains for s in d.sub_domains}
     return {"buckets": [{"domain": b.domain, "sub_domain": b.sub_domain, "rows": b.rows,
-                         "severity": severity.get(b.domain)} for b in parsed.buckets],
+                         "severity": severity.get(b.domain), "failure_mode": mode.get((b.domain, b.sub_domain))}
+                        for b in parsed.buckets],
             "note": None if report_gate.get("passed") else "a draft: it failed the report gate"}
 
 
@@ -114,6 +119,7 @@ def iteration_parts(rd: RunDir, cfg: RunConfig, metrics: Metrics) -> list[dict[s
             "attempts": attempts,
             "llm": _llm_exchanges(it_dir),
             "teacher_tokens": cfg.teacher_tokens.get(f"iter_{n}"),
+            "samples": iteration_samples(it_dir, report_gate is not None),
             "problems": problems,
         })
     return out

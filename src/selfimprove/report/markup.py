@@ -46,6 +46,12 @@ def esc(value: Any) -> Html:
     return value if isinstance(value, Html) else Html(escape(clean(value)))
 
 
+def esc_long(value: Any, limit: int = 20_000) -> Html:
+    """`value` escaped like `esc`, with a larger cap: a whole file shown on purpose (a weakness report,
+    a gate report, a completion), still bounded so a forged 10 MB file cannot make a 10 MB page."""
+    return Html(escape(clean(value, limit)))
+
+
 def fmt(value: Any, spec: str) -> str:
     """`format(value, spec)`, or the value as text when it does not fit the spec (a forged
     `"<img ...>"` where a number belongs is shown, escaped later, rather than raising)."""

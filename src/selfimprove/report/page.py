@@ -1,9 +1,13 @@
 """The run report: one self-contained HTML page (R/report.html) a person reads after the run.
 
-Order of the page: the verdict and the model to use; what is missing (a run not finished);
-the summary table with its intervals, n, split and seeds, then the tests it rests on; each
-arm's learning curve with its eval point; the weakness groups' solve rates; each iteration
-(buckets, gates, the teacher's refused replies and tokens); the phases' timeline.
+Order of the page: the verdict with its caveats and the model to use, always first; the contents
+(an anchor per section and iteration); where an open run stands (`selfimprove status`'s view) and
+what is missing; the summary table with its intervals, n, split and seeds, then the tests it rests
+on; every arm's eval accuracy on one chart, the base model's included; each arm's learning curve
+(smoothed) with its eval point; the weakness groups' solve rates; each iteration (buckets with the
+teacher's failure modes, gates, refused replies and tokens, then its evidence collapsed: report,
+failures, rows, gate report; report/sections.py); on a finalized run only, the eval examples Run A
+and Run C disagree on; the phases' timeline. The page holds at 390 px: tables scroll in a wrapper.
 
 Self-contained: CSS inline, charts as inline SVG (report/svg.py), no script, no external
 file, no URL. The run dir is untrusted input: every value reaches the markup through
@@ -24,12 +28,13 @@ from ..ui import fmt_duration
 from ..weakness import CLASS_MEANING
 from .collect import collect
 from .markup import Html, esc, fmt, html, join
-from .svg import learning_curve, timeline
+from .sections import contents, flips_section, iteration_details, overlay_section, progress_box, stage_text
+from .svg import EMA_ALPHA, learning_curve, timeline
 from .table import comparison_lines, seed_test_lines, seeds_text, teacher_tokens_line
 
 CSS = """
 body{font:15px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1d2330;background:#f6f7f9;margin:0}
-main{max-width:980px;margin:0 auto;padding:24px 28px 48px;background:#fff;min-height:100vh}
+main{max-width:980px;margin:0 auto;padding:24px 28px 48px;background:#fff;min-height:100vh;overflow-wrap:break-word}
 h1{font-size:24px;margin:0 0 4px}h2{font-size:19px;margin:34px 0 8px;border-bottom:1px solid #e3e6eb;padding-bottom:4px}
 h3{font-size:16px;margin:20px 0 6px}.sub{color:#5b6474;margin:0 0 16px}.muted{color:#5b6474;font-size:13px}
 .verdict{font-size:18px;font-weight:600;padding:12px 16px;border-radius:6px;background:#eef4ff;border-left:5px solid #2f6fdf}
@@ -49,6 +54,15 @@ svg.chart{max-width:100%;height:auto;font-family:inherit}.chart-title{font-size:
 .iter{border:1px solid #e3e6eb;border-radius:6px;padding:4px 16px 10px;margin:12px 0}
 .pass{color:#2e7d32;font-weight:600}.fail{color:#c62828;font-weight:600}
 .cls-never{color:#c62828}.cls-rare{color:#d98b00}.cls-learning{color:#2f6fdf}.cls-solved{color:#2e7d32}
+.scroll{overflow-x:auto;max-width:100%}.scroll table{margin:0}code,h1{overflow-wrap:anywhere}
+.toc{background:#f6f7f9;border:1px solid #e3e6eb;border-radius:6px;padding:6px 14px;margin:16px 0}
+.toc ul{margin:4px 0;padding-left:18px;columns:2 14em}.toc li{margin:1px 0}
+details{border:1px solid #e3e6eb;border-radius:6px;padding:4px 10px;margin:6px 0}summary{cursor:pointer;font-weight:600}
+pre.text{white-space:pre-wrap;overflow-wrap:anywhere;background:#f6f7f9;padding:6px 8px;border-radius:4px;font-size:13px;margin:2px 0 8px}
+.sample{border-top:1px solid #e3e6eb;padding:4px 0}.sealed{background:#fdecec;border-left:5px solid #c62828;padding:8px 14px}
+.swatch{display:inline-block;width:11px;height:11px;border-radius:6px;margin-right:6px}.swatch.base{background:#1d2330;border-radius:0}
+ul.legend-list{list-style:none;padding:0;margin:4px 0}figure.wide figcaption{max-width:none}.charts figure{min-width:0;max-width:100%}
+@media (max-width:600px){main{padding:14px 12px 32px}.iter{padding:2px 8px 8px}.toc ul{columns:1}.scroll td code{white-space:nowrap;word-break:normal;overflow-wrap:normal}}
 """
 
 
@@ -82,7 +96,7 @@ def _ts(ts: float | None) -> str:
 
 def _header(data: dict) -> Html:
     run = data["run"]
-    status = run["status"] + (f" (ended: {run['end_reason']})" if run.get("end_reason") else "")
+    status = stage_text(data.get("progress"), run["status"]) + (f" (ended: {run['end_reason']})" if run.get("end_reason") else "")
     if run["status"] == "aborted" and run.get("reason"):  # why it stopped, in the run's own words
         status += f": {run['reason']}"
     took = f", {fmt_duration(run['total_duration_s'])} in all" if run.get("total_duration_s") is not None else ""
@@ -101,6 +115,9 @@ def _verdict(data: dict) -> Html:
         kind = "beat" if v.get("data_beats_control") else ("none" if v.get("data_beats_control") is None else "notbeat")
         parts.append(html("<p class=\"verdict {}\">{}.</p><p>{}.</p><p>{}.</p>", kind,
                           v["sentence"][0].upper() + v["sentence"][1:], v["figures"], v["use_line"]))
+        # its caveats stay with it (seed variance unmeasured, the best iteration's winner's curse), not below the table
+        parts += [html("<p class=\"muted caveat\">Caveat: {}</p>", table[k]) for k in ("seed_caveat", "caveat")
+                  if table.get(k)]
     else:
         parts.append(html("<p class=\"verdict none\">No verdict yet: the targeted data is judged against equal compute "
                           "on real data (Run A vs Run C) in Phase 4, which this run has not finished.</p>"))
@@ -149,14 +166,17 @@ def _summary(data: dict) -> Html:
                          r["n_eval"], r["eval_split"], r["checkpoint_rel"]))
     parts = [html("<h2 id=\"summary\">Summary table</h2><p class=\"muted\">Eval accuracy on the real environment: "
                   "{}. 95% CI: Wilson over eval examples for a one-seed arm, t interval of the mean over seeds for an "
-                  "arm with several.</p><table id=\"summary-table\">{}{}</table>", _measured_on(rows), head, join(body))]
+                  "arm with several.</p><div class=\"scroll\"><table id=\"summary-table\">{}{}</table></div>",
+                  _measured_on(rows), head, join(body))]
     for title, lines in (("Seed-aware tests (per-seed accuracy on shared eval examples; Welch between arms, "
                           "one-sample against iter_0)", seed_test_lines(table.get("seed_tests") or [])),
                          ("Paired tests per checkpoint (exact McNemar on correctness, bootstrap CI on reward; "
                           "eval-sample noise only)", comparison_lines(table.get("comparisons") or []))):
         if lines:
             parts.append(html("<h3>{}</h3><ul class=\"tests\">{}</ul>", title, join(html("<li>{}</li>", x) for x in lines)))
-    notes = [table.get(k) for k in ("accuracy_rule", "seed_caveat", "caveat") if table.get(k)]
+    notes = [table.get(k) for k in ("accuracy_rule",) if table.get(k)]
+    if not table.get("verdict"):  # no verdict above to carry the caveats: they stay with the table
+        notes += [table.get(k) for k in ("seed_caveat", "caveat") if table.get(k)]
     parts += [html("<p class=\"muted\">Note: {}</p>", n) for n in notes]
     return join(parts)
 
@@ -175,14 +195,21 @@ def _curves(data: dict) -> Html:
         caption = (f"{chart['label']}: train reward per step over {n_steps} step(s) of TRAIN rollouts"
                    + (f" ({len(chart['members'])} seeds)" if len(chart["members"]) > 1 else "")
                    + f"; eval_acc {_pct(first['acc'])} {_ci(first['ci'])} on {first['n_eval']} rollouts ({chart['eval_split']})"
-                   + ("" if n_steps else "; no train rollouts on disk (an arm reused from --init-from, or pruned)"))
+                   + ("" if n_steps else "; no train rollouts on disk (an arm reused from --init-from, or pruned)")
+                   + f"; EMA alpha {EMA_ALPHA}")
         svg = learning_curve(series, evals, title=chart["label"])
         figures.append(html("<figure class=\"curve\" data-arm=\"{}\">{}<figcaption>{}</figcaption></figure>",
                             chart["arm"], svg, caption))
-    return html("<h2 id=\"curves\">Learning curves</h2><p class=\"muted\">Blue: mean reward of each training step's TRAIN "
-                "rollouts (one line per training seed). Orange: the arm's eval accuracy at its final step with its 95% "
-                "interval (eval rows are sealed: only this aggregate is read).</p><div class=\"charts\">{}</div>",
-                join(figures))
+    return html("<h2 id=\"curves\">Learning curves</h2><p class=\"muted\">Faint blue: mean reward of each training "
+                "step's TRAIN rollouts (one line per training seed). Dark blue: the same smoothed, an exponential moving "
+                "average (EMA) with alpha {} (each point {} of its step's mean and {} of the smoothed value before). "
+                "Orange: the arm's eval accuracy at its final step with its 95% interval (eval rows are sealed: only "
+                "this aggregate is read).</p><p class=\"caveat\"><b>Not comparable across arms:</b> each arm's TRAIN "
+                "rewards come from different data (iter_0 and run_c: the real train split; the iterations and run_a: "
+                "generated rows; run_b: both), so a higher train curve is not a better arm. The eval accuracy is "
+                "comparable: every arm is scored on the real env's eval split (at equal n; the overlay above).</p>"
+                "<div class=\"charts\">{}</div>",
+                EMA_ALPHA, fmt(EMA_ALPHA, ".0%"), fmt(1 - EMA_ALPHA, ".0%"), join(figures))
 
 
 def _group_row(g: dict, extra: Html = Html()) -> Html:
@@ -211,14 +238,14 @@ def _weakness(data: dict) -> Html:
                         "group over its own run (- where it saw none).</p>",
                         steps[0] if steps else "-", steps[-1] if steps else "-", win["rollouts"], real["n_groups"],
                         classes, len(real["groups"])),
-             html("<table id=\"weakness-table\"><tr><th>group</th><th>class at iter_0</th><th>rollouts</th>"
-                  "<th>iter_0 solve rate [95% CI]</th>{}</tr>{}</table>", cols, join(body)),
+             html("<div class=\"scroll\"><table id=\"weakness-table\"><tr><th>group</th><th>class at iter_0</th>"
+                  "<th>rollouts</th><th>iter_0 solve rate [95% CI]</th>{}</tr>{}</table></div>", cols, join(body)),
              html("<p class=\"muted\">{}</p>", join((html("<b>{}</b>: {}.", k, v) for k, v in CLASS_MEANING.items()), " "))]
     for own in w["own"]:
         by = "; ".join(f"{k} {v['groups']}" for k, v in own["by_class"].items())
         parts.append(html("<h3>{} on its own generated rows</h3><p class=\"muted\">{} TRAIN rollouts, {} groups ({}); "
-                          "weakest {}:</p><table><tr><th>group</th><th>class</th><th>rollouts</th>"
-                          "<th>solve rate [95% CI]</th></tr>{}</table>", own["arm"], own["window"]["rollouts"],
+                          "weakest {}:</p><div class=\"scroll\"><table><tr><th>group</th><th>class</th>"
+                          "<th>rollouts</th><th>solve rate [95% CI]</th></tr>{}</table></div>", own["arm"], own["window"]["rollouts"],
                           own["n_groups"], by, len(own["groups"]), join(_group_row(g) for g in own["groups"])))
     return join(parts)
 
@@ -260,24 +287,27 @@ def _iteration(it: dict) -> Html:
         f", {it['rows_dropped_eval_overlap']} dropped for overlapping the evaluated questions"
         if it["rows_dropped_eval_overlap"] else ""))
     shown = it["buckets"][:MAX_BUCKETS]  # a forged front matter may list thousands: the page stays small
-    buckets = join(html("<tr><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
-                        b["domain"], b["severity"], b["sub_domain"], b["rows"]) for b in shown)
+    buckets = join(html("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td></tr>",
+                        b["domain"], b["severity"], b["sub_domain"], b.get("failure_mode") or "-", b["rows"])
+                   for b in shown)
     if len(it["buckets"]) > MAX_BUCKETS:
-        buckets = join([buckets, html("<tr><td colspan=\"4\">... {} more buckets not shown</td></tr>",
+        buckets = join([buckets, html("<tr><td colspan=\"5\">... {} more buckets not shown</td></tr>",
                                       len(it["buckets"]) - MAX_BUCKETS)])
     note = html("<p class=\"muted\">{}</p>", it["note"]) if it["note"] else Html()
-    bucket_html = (html("<table class=\"buckets\"><tr><th>domain</th><th>severity</th><th>failure mode</th>"
-                        "<th>target rows</th></tr>{}</table>", buckets) if buckets else Html())
+    bucket_html = (html("<div class=\"scroll\"><table class=\"buckets\"><tr><th>domain</th><th>severity</th>"
+                        "<th>sub-domain</th><th>failure mode (the teacher's words)</th><th>target rows</th></tr>{}"
+                        "</table></div>", buckets) if buckets else Html())
     llm = it["llm"]
     teacher = [] if llm is None else [f"LLM teacher: {llm['replies']} replies, {llm['refused']} refused "
                                        "(a failed gate or an unusable reply)"]
     if it["teacher_tokens"] is not None:
         teacher.append(f"{it['teacher_tokens']} teacher tokens (prompt + completion)")
     return html("<section class=\"iter\" id=\"iter-{}\"><h3>iter_{}: {}</h3><p>{}{}.</p>"
-                "<b>Buckets of the weakness report</b>{}{}<ul>{}{}</ul><p class=\"attempts\">{}</p>{}</section>",
+                "<b>Buckets of the weakness report</b>{}{}<ul>{}{}</ul><p class=\"attempts\">{}</p>{}{}</section>",
                 it["n"], it["n"], it["stage"], result, ". " + rows if rows else "", bucket_html, note,
                 _gate_line("report gate", it["report_gate"]), _gate_line("dataset gate", it["dataset_gate"]),
-                _attempts_text(it), html("<p class=\"muted\">{}.</p>", "; ".join(teacher)) if teacher else Html())
+                _attempts_text(it), html("<p class=\"muted\">{}.</p>", "; ".join(teacher)) if teacher else Html(),
+                iteration_details(it["n"], it["samples"]))
 
 
 def _iterations(data: dict) -> Html:
@@ -300,16 +330,27 @@ def _timeline(data: dict) -> Html:
     partial = html("<p class=\"alert\">{}</p>", data["timeline_note"]) if data.get("timeline_note") else Html()
     return html("{}<p class=\"muted\">Each phase from the end of the one before to the time its result was recorded "
                 "(run.json, hub_env.json, metrics.json); the --budget clock covers the iterations only.</p>{}{}"
-                "<table><tr><th>phase</th><th>recorded</th><th>took</th></tr>{}</table>",
+                "<div class=\"scroll\"><table><tr><th>phase</th><th>recorded</th><th>took</th></tr>{}</table></div>",
                 head, partial, timeline(spans), rows)
 
 
+def _eval_split(data: dict) -> str:
+    rows = (data["table"] or {}).get("rows") or []
+    return "/".join(sorted({str(r["eval_split"]) for r in rows})) or "eval"
+
+
 def render(data: dict) -> str:
-    """The page's HTML: every value through `markup.html`, so none reaches it unescaped."""
-    body = join([_header(data), _verdict(data), _missing(data), _summary(data), _curves(data),
-                 _weakness(data), _iterations(data), _timeline(data)])
+    """The page's HTML: every value through `markup.html`, so none reaches it unescaped. The verdict comes
+    first, then the contents; the parts a person drills into are collapsed (<details>, no script)."""
+    split = _eval_split(data)
+    body = join([_header(data), _verdict(data), contents(data), progress_box(data.get("progress")), _missing(data),
+                 _summary(data), overlay_section(data["overlay"], split), _curves(data), _weakness(data),
+                 _iterations(data), flips_section(data.get("flips"), split), _timeline(data)])
+    sealed = ("Eval rows are sealed: the page holds only numeric aggregates of them, but for the examples Run A "
+              "and Run C disagree on, shown because the run is finalized." if data.get("flips") is not None else
+              "Eval rows are sealed: the page holds only numeric aggregates of them.")
     footer = html("<p class=\"muted\" style=\"margin-top:32px\">Written by selfimprove on {} from the run dir's files. "
-                  "Eval rows are sealed: the page holds only numeric aggregates of them.</p>", _ts(data["generated_at"]))
+                  "{}</p>", _ts(data["generated_at"]), sealed)
     return html(PAGE_PREFIX.replace("{", "{{").replace("}", "}}") + "<title>{}</title>"
                 "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"><style>{}</style></head>"
                 "<body><main>{}{}</main></body></html>\n",

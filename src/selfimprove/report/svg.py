@@ -16,6 +16,18 @@ from .markup import Html, html, join
 TRAIN_COLOR = "#1f77b4"  # the arm's train reward per step
 EVAL_COLOR = "#d95f02"  # its eval point with the 95% interval
 SEED_COLORS = ("#1f77b4", "#6baed6", "#08519c", "#4292c6", "#2171b5")
+SMOOTH_COLOR = "#0b2e59"  # the smoothed train reward, drawn over the faint raw line
+EMA_ALPHA = 0.3  # smoothed[t] = 0.3 * mean reward of step t + 0.7 * smoothed[t-1]; the page states it
+# one colour per arm on the overlay (iterations blues, controls warm), cycling past the last
+ARM_COLORS = ("#1f77b4", "#4c9be8", "#08519c", "#6a51a3", "#9e9ac8", "#d95f02", "#e7298a", "#1b9e77", "#7570b3")
+
+
+def ema(values: list[float], alpha: float = EMA_ALPHA) -> list[float]:
+    """Exponential moving average, started at the first value (no warm-up bias to correct)."""
+    out: list[float] = []
+    for v in values:
+        out.append(v if not out else alpha * v + (1 - alpha) * out[-1])
+    return out
 
 
 def _ticks(lo: float, hi: float, count: int = 5) -> list[float]:
@@ -77,8 +89,12 @@ def learning_curve(series: list[dict], evals: list[dict], *, title: str, width: 
             parts.append(html('<circle cx="{:.1f}" cy="{:.1f}" r="2.5" fill="{}"/>',
                               px(line["steps"][0]), py(line["rewards"][0]), color))
         elif pts:
-            parts.append(html('<polyline points="{}" fill="none" stroke="{}" stroke-width="1.6" class="train-line">'
-                              '<title>{}</title></polyline>', pts, color, line["label"]))
+            parts.append(html('<polyline points="{}" fill="none" stroke="{}" stroke-width="1.2" stroke-opacity="0.45" '
+                              'class="train-line"><title>{}</title></polyline>', pts, color, line["label"]))
+            smooth = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(line["steps"], ema(line["rewards"])))
+            parts.append(html('<polyline points="{}" fill="none" stroke="{}" stroke-width="2.2" class="smooth-line">'
+                              '<title>{} (EMA, alpha {})</title></polyline>', smooth, SMOOTH_COLOR, line["label"],
+                              EMA_ALPHA))
     for e in evals:
         if e.get("step") is None:
             continue
@@ -88,11 +104,74 @@ def learning_curve(series: list[dict], evals: list[dict], *, title: str, width: 
                           py(lo), py(hi), py(e["acc"]), e["label"], x=x, c=EVAL_COLOR))
     lx = left + 8
     parts.append(html('<line x1="{}" x2="{}" y1="{}" y2="{}" stroke="{}" stroke-width="2"/>'
-                      '<text x="{}" y="{}" class="legend">train reward (mean per step)</text>'
+                      '<text x="{}" y="{}" class="legend">train reward per step; dark: EMA</text>'
                       '<circle cx="{}" cy="{}" r="4" fill="{}"/>'
                       '<text x="{}" y="{}" class="legend">eval accuracy, 95% interval</text>',
                       lx, lx + 18, top + 12, top + 12, TRAIN_COLOR, lx + 22, top + 16, lx + 9, top + 28, EVAL_COLOR,
                       lx + 22, top + 32))
+    parts.append(Html("</svg>"))
+    return join(parts)
+
+
+def eval_overlay(arms: list[dict], base: dict | None, *, width: int = 720, height: int = 300) -> Html:
+    """Every arm's eval accuracy over training steps on one chart: each arm a line from where it started
+    (the base model's eval, or iter_0's final eval for an arm resumed from it) through its own evals,
+    each eval a point with its 95% interval; the base model's eval a black square.
+
+    arms: [{"arm", "color", "start": point or None, "points": [point]}]; point: {"step", "acc", "ci": [lo, hi]
+    or None, "n"}. The legend is the page's (HTML text stays readable on a phone; SVG text shrinks with it)."""
+    left, right, top, bottom = 48, 16, 16, 36
+    plot_w, plot_h = width - left - right, height - top - bottom
+    every = [p for a in arms for p in a["points"]] + ([base] if base else [])
+    if not every:
+        return Html()
+    xs = [p["step"] for p in every]
+    ys = [v for p in every for v in (p["acc"], *(p.get("ci") or ()))]
+    x_lo, x_hi = min(xs), max(xs)
+    if x_hi == x_lo:
+        x_lo, x_hi = x_lo - 1, x_hi + 1
+    pad = (x_hi - x_lo) * 0.04
+    x_lo, x_hi = x_lo - pad, x_hi + pad
+    y_lo, y_hi = max(0.0, min(ys) - 0.05), min(1.0, max(ys) + 0.05)
+    if y_hi <= y_lo:
+        y_lo, y_hi = 0.0, 1.0
+
+    def px(x: float) -> float:
+        return left + (x - x_lo) / (x_hi - x_lo) * plot_w
+
+    def py(y: float) -> float:
+        return top + (1 - (y - y_lo) / (y_hi - y_lo)) * plot_h
+
+    parts = [html('<svg class="chart overlay" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}">'
+                  '<title>eval accuracy of every arm over training steps</title>', w=width, h=height)]
+    for t in _ticks(y_lo, y_hi):
+        parts.append(html('<line x1="{}" x2="{}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                          '<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>',
+                          left, left + plot_w, left - 6, py(t) + 4, _fmt(t), y=py(t)))
+    for t in _ticks(x_lo + pad, x_hi - pad, 8):
+        if float(t).is_integer():
+            parts.append(html('<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>',
+                              px(t), top + plot_h + 16, int(t)))
+    parts.append(html('<text x="{}" y="{}" class="axis" text-anchor="middle">training step</text>'
+                      '<rect x="{}" y="{}" width="{}" height="{}" class="frame"/>',
+                      left + plot_w / 2, height - 4, left, top, plot_w, plot_h))
+    for a in arms:
+        line = ([a["start"]] if a.get("start") else []) + a["points"]
+        pts = " ".join(f"{px(p['step']):.1f},{py(p['acc']):.1f}" for p in line)
+        if len(line) > 1:
+            parts.append(html('<polyline points="{}" fill="none" stroke="{}" stroke-width="1.8" class="arm-line" '
+                              'data-arm="{}"/>', pts, a["color"], a["arm"]))
+        for p in a["points"]:
+            lo, hi = p.get("ci") or (p["acc"], p["acc"])
+            parts.append(html('<line x1="{x:.1f}" x2="{x:.1f}" y1="{:.1f}" y2="{:.1f}" stroke="{c}" stroke-width="1.5"/>'
+                              '<circle cx="{x:.1f}" cy="{:.1f}" r="4" fill="{c}" class="arm-point" data-arm="{}">'
+                              '<title>{}: eval_acc {:.3f} at step {}, n={}</title></circle>',
+                              py(lo), py(hi), py(p["acc"]), a["arm"], a["arm"], p["acc"], p["step"], p.get("n"),
+                              x=px(p["step"]), c=a["color"]))
+    if base:
+        parts.append(html('<rect x="{:.1f}" y="{:.1f}" width="9" height="9" fill="#1d2330" class="base-point">'
+                          '<title>base model: {:.3f} at step {}, n={}</title></rect>',
+                          px(base["step"]) - 4.5, py(base["acc"]) - 4.5, base["acc"], base["step"], base.get("n")))
     parts.append(Html("</svg>"))
     return join(parts)
 
