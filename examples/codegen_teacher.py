@@ -114,9 +114,15 @@ def build_rows(plan):
     return rows
 
 
+def task_of(group, tasks):
+    """The env task a weakness group stands for: the task grouping labels groups `task=NAME` (grouping.py)."""
+    name = group.partition("=")[2] if "=" in group else group
+    return name if name in tasks else None
+
+
 def plan_buckets(groups, tasks, failures, previous):
-    """(buckets, domains' notes): rows per weak task, split into a drill on its failures and fresh instances."""
-    groups = [g for g in groups if g["group"] in tasks]
+    """Buckets: rows per weak task, split into a drill on its failures and fresh instances."""
+    groups = [g for g in groups if task_of(g["group"], tasks)]
     targets = [g for g in groups if g["class"] in CLASS_SHARE][:6]
     targets += [g for g in groups if g["class"] == "solved"][: max(0, 3 - len(targets))]
     cls_of = {g["group"]: g["class"] if g["class"] in CLASS_SHARE else "learning" for g in targets}
@@ -126,9 +132,9 @@ def plan_buckets(groups, tasks, failures, previous):
               for k, c in cls_of.items()}
     buckets = []
     for g in targets:
-        task, cls = g["group"], cls_of[g["group"]]
-        rows = TOTAL_ROWS * weight[task] / sum(weight.values())
-        tags = [f"skeleton:train_step_{f['step']}_idx_{f['idx']}" for f in failures if f.get("group") == task]
+        task, cls = task_of(g["group"], tasks), cls_of[g["group"]]
+        rows = TOTAL_ROWS * weight[g["group"]] / sum(weight.values())
+        tags = [f"skeleton:train_step_{f['step']}_idx_{f['idx']}" for f in failures if f.get("group") == g["group"]]
         label = f"{cls} {task}"
         for sub, sources in ((DRILL, tags or ["teacher-invented"]), (FRESH, ["teacher-invented"])):
             buckets.append({"task": task, "domain": label, "sub_domain": sub, "sources": sources,
@@ -144,7 +150,7 @@ class CodegenTeacher:
         module = refuse_other_envs(ctx.hub_env)
         tasks = [str(t) for t in module.TASKS]
         groups = (ctx.weakness or {}).get("real", {}).get("groups", [])
-        if not any(g["group"] in tasks for g in groups):
+        if not any(task_of(g["group"], tasks) for g in groups):
             raise TeacherError(f"examples/codegen_teacher.py: no weakness group of iteration {ctx.iteration} is one of the "
                                f"env's tasks ({', '.join(tasks)}); run with --group-by task so groups are tasks")
         failures = [json.loads(line) for line in ctx.failures_path.read_text().splitlines() if line.strip()]
@@ -165,9 +171,9 @@ class CodegenTeacher:
             g, cls = b["group"], b["class"]
             domains.append(Domain(
                 label=b["domain"], severity="high" if cls in ("rare", "never") else "med",
-                evidence=f"iter_0 solved {g['group']} prompts in {g['solve_rate']:.1%} of {g['rollouts']} train rollouts.",
-                sub_domains=[SubDomain(label=DRILL, failure_mode=f"{cls}: the failed {g['group']} prompts, new instances"),
-                             SubDomain(label=FRESH, failure_mode=f"{cls}: {g['group']} answered wrong in general")]))
+                evidence=f"iter_0 solved {b['task']} prompts in {g['solve_rate']:.1%} of {g['rollouts']} train rollouts.",
+                sub_domains=[SubDomain(label=DRILL, failure_mode=f"{cls}: the failed {b['task']} prompts, new instances"),
+                             SubDomain(label=FRESH, failure_mode=f"{cls}: {b['task']} answered wrong in general")]))
         report = WeaknessReport(
             eval_acc_prev=ctx.analysis["eval_acc_prev"],
             length_quartile_notes="Rows are short and the answers shorter; failures are wrong answers, not cut-off replies.",
@@ -181,7 +187,7 @@ class CodegenTeacher:
             f"rows = build_rows(json.loads({json.dumps(plan)!r}))\n"
             "with open('dataset.jsonl', 'w') as f:\n    f.writelines(json.dumps(r) + '\\n' for r in rows)\n")
         ctx.fill_scratchpad({1: "Weakness classes of iter_0 by task: " + ", ".join(
-                                 f"{b['group']['group']} {b['class']} {b['group']['solve_rate']:.1%}" for b in buckets[::2]),
+                                 f"{b['task']} {b['class']} {b['group']['solve_rate']:.1%}" for b in buckets[::2]),
                              3: f"{sum(counts.values())} rows from the env's make_row: " + ", ".join(
                                  f"{d} / {s} {n}" for (d, s), n in counts.items()),
                              4: "none (canonical hyperparameters)"},
