@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = {
     "minimal_teacher.py": f"{REPO / 'examples' / 'minimal_teacher.py'}:MinimalTeacher",
     "arith_teacher.py": f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher",
+    "codegen_teacher.py": f"{REPO / 'examples' / 'codegen_teacher.py'}:CodegenTeacher",
 }
 
 
@@ -44,7 +45,7 @@ def test_an_example_teacher_refuses_a_word_env_in_one_line(tmp_path: Path, name:
     assert sorted(p.name for p in ctx.iter_dir.iterdir()) == ["failures.jsonl"]  # nothing written
 
 
-@pytest.mark.parametrize("name", sorted(EXAMPLES))
+@pytest.mark.parametrize("name", ["minimal_teacher.py", "arith_teacher.py"])
 def test_an_example_teacher_accepts_its_own_env(name: str) -> None:
     """The check passes the embedded env's questions (the refusal is not a blanket one)."""
     import importlib.util
@@ -62,3 +63,30 @@ def test_an_example_teacher_accepts_its_own_env(name: str) -> None:
         refuse_other_envs = module.refuse_other_envs
     refuse_other_envs({"env_id": "selfimprove-arith", "train_samples": [{"question": "47+38", "answer": "85"},
                                                                         {"question": "903-4", "answer": "899"}]})
+
+
+def _codegen_teacher():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("codegen_teacher_check", REPO / "examples" / "codegen_teacher.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_codegen_teacher_accepts_a_new_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The env `selfimprove new-env` writes is one the codegen teacher serves: it finds TASKS and make_row."""
+    from selfimprove.new_env import write_env_package
+
+    write_env_package("cg-accept-env", tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path / "cg-accept-env"))
+    module = _codegen_teacher().refuse_other_envs({"env_id": "owner/cg-accept-env@0.1"})
+    assert module.__name__ == "cg_accept_env" and "add" in module.TASKS
+
+
+def test_the_codegen_teacher_refuses_an_env_without_a_generator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An importable env module without TASKS / make_row (a dataset-backed env) is refused like a missing one."""
+    (tmp_path / "plain_env.py").write_text("def load_environment(**kwargs):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(TeacherError, match="plain-env' has no such module"):
+        _codegen_teacher().refuse_other_envs({"env_id": "plain-env"})

@@ -9,7 +9,7 @@ import sys
 import typer
 
 from .commands import baseline, bootstrap, cancel, compare, finalize, introspect, iterate, note, report, run, status, student, weaknesses
-from .commands import skill
+from .commands import new_env, skill
 from .commands._help import plain_help
 
 app = typer.Typer(
@@ -52,6 +52,7 @@ app.command("status")(status.command)
 app.command("cancel")(cancel.command)
 app.command("weaknesses")(weaknesses.command)
 app.command("note")(note.command)
+app.command("new-env")(new_env.command)
 app.add_typer(student.app, name="student")
 app.add_typer(skill.app, name="skill")
 plain_help(app)  # help strings render whole: a bracketed word like [llm] is text, not rich markup

@@ -22,7 +22,7 @@ def options_from_params(params: dict) -> BootstrapOptions:
 @cli_errors
 def command(
     dataset: Annotated[str, typer.Argument(help="Dataset name, e.g. gsm8k or selfimprove-arith.")],
-    model: Annotated[str, typer.Option(help="Student model: HF id, local dir, or a built-in CPU student (selfimprove/tiny-arith).")] = DEFAULT_MODEL,
+    model: Annotated[Optional[str], typer.Option(help=f"Student model: HF id, local dir, or a built-in CPU student (selfimprove/tiny-arith, build:ENV). Default: {DEFAULT_MODEL} (the seed's); with no GPU, no $PRIME_RL_DIR and no --slurm, a built-in student on the CPU engine instead, said in one line.", show_default=False)] = None,
     budget: Annotated[str, typer.Option(help="Phase 3 wall-clock cap, e.g. 10h, 90m, 1h30m. Phase 4 runs after it.")] = "10h",
     hub_id: Annotated[Optional[str], typer.Option(help="Real environment id; default primeintellect/<dataset>.")] = None,
     max_iters: Annotated[int, typer.Option(help="Total iterations including iter_0.")] = 15,

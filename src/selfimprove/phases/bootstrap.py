@@ -48,8 +48,9 @@ from ..stack.slurm_overlay import read_overlay
 from ..stack.env_python import choose_env_python, installed_modules
 from ..stack.verifiers_classic import env_module_name
 from .overrides import range_error
+from .student_default import SEED_MODEL, default_student
 
-DEFAULT_MODEL = "Qwen/Qwen3-0.6B"
+DEFAULT_MODEL = SEED_MODEL  # the seed's student (phases/student_default.py says when another is chosen)
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
 BUILD_MODEL_PREFIX = "build:"  # build:ENV, the generic recipe's student of ENV (rl/student_build.py), built on first use
 
@@ -59,7 +60,7 @@ class BootstrapOptions:
     """The seed's invocation flags plus ours; defaults are the seed's."""
 
     dataset: str
-    model: str = DEFAULT_MODEL
+    model: str | None = None  # None: the seed's DEFAULT_MODEL, or a CPU student on a machine without GPUs (student_default.py)
     budget: str = "10h"
     hub_id: str | None = None  # default primeintellect/<dataset>
     max_iters: int = 15
@@ -222,14 +223,14 @@ def run_dir_name(dataset: str, now: float) -> str:
     return f"{dataset}-{stamp}"
 
 
-def scratchpad_header(cfg: RunConfig, run_dir: Path) -> str:
+def scratchpad_header(cfg: RunConfig, run_dir: Path, student_note: str | None = None) -> str:
     started = datetime.fromtimestamp(cfg.start_ts, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     return f"""# Self-improvement run: {cfg.dataset}
 
 - run dir: `{run_dir}`
 - started: {started}
 {real_env_line(cfg.hub_id, cfg.env_args)}
-- student: `{cfg.model}` on engine `{cfg.engine}`
+- student: `{cfg.model}` on engine `{cfg.engine}`{f" (chosen by bootstrap: {student_note})" if student_note else ""}
 - budget (Phase 3 only): {cfg.budget_seconds} s, on a clock that starts at the first `selfimprove iterate` (bootstrap, introspect and baseline, including any first-use build of the student, are not charged; compare and finalize run after it); max iterations (incl. iter_0): {cfg.max_iters}
 - per run: {cfg.steps_per_run} new steps, batch {cfg.batch_size} rollouts = {cfg.unique_prompts_per_step} prompts x {cfg.rollouts_per_example}; eval on {cfg.eval_examples} examples of the real env
 - init from: {cfg.init_from or "none (iter_0 is trained here)"}
@@ -353,8 +354,9 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     check_batch(opts.batch_size, opts.rollouts_per_example, opts.allow_small_batch)
     env_args = parse_env_args(opts.env_args)
     check_runs_dir(opts.runs_dir)  # a file-system check, before the slower env and model probes
-    engine = resolve_engine(opts.engine, opts.model)
-    model = check_model(opts.model, engine)
+    model_arg, engine_arg, student_note = default_student(opts.model, opts.engine, opts.dataset, opts.hub_id, opts.slurm)
+    engine = resolve_engine(engine_arg, model_arg)
+    model = check_model(model_arg, engine)
     init_from = None
     if opts.init_from:
         check_init_from(opts.init_from)
@@ -443,7 +445,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     try:
         write_model(staging / "run.json", cfg)
         write_model(staging / "metrics.json", Metrics())
-        (staging / "scratchpad.md").write_text(scratchpad_header(cfg, final), encoding="utf-8")
+        (staging / "scratchpad.md").write_text(scratchpad_header(cfg, final, student_note), encoding="utf-8")
         fault_point("bootstrap")
         try:
             os.rename(staging, final)
@@ -454,4 +456,8 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    if student_note:  # on stderr: stdout is RUN_DIR alone, for the agent to capture
+        from ..ui import console
+
+        console.print(f"bootstrap: {student_note}", markup=False, highlight=False, soft_wrap=True)
     return RunDir(final)
