@@ -1,4 +1,4 @@
-"""Open a local HTML file in headless Chromium (Debian's `chromium`; `make test-deps-browser` installs
+"""Open a local HTML file in headless Chromium (Debian's `chromium`; `make test-deps` installs
 it) and report what the browser saw: the DOM after load, console messages, the requests the page
 made, and a screenshot.
 

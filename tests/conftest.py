@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 os.environ["SELFIMPROVE_NO_STUDENT_BUILD"] = "1"
 # The seed's default student on every test machine, GPU or not (tests/test_student_default.py unsets it
 # to test the choice a machine without GPUs makes): fixtures that bootstrap bare keep their recorded defaults.
-os.environ["SELFIMPROVE_STUDENT_DEFAULT"] = "seed"
+os.environ["SELFIMPROVE_STUDENT_DEFAULT"] = "procedure"
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # two test workers share 2 cores: idle torch threads must sleep, not spin
 os.environ["SELFIMPROVE_CACHE"] = os.path.join(tempfile.gettempdir(), f"selfimprove-test-cache-{os.getpid()}")  # never created
 

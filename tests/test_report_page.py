@@ -148,7 +148,7 @@ def test_an_iteration_waiting_for_the_teacher_then_failing_a_gate(run) -> None:
 
 def _need_chromium() -> None:
     if not chromium():
-        pytest.skip("chromium not installed (make test-deps-browser installs it with apt-get, as root)")
+        pytest.skip("chromium not installed (make test-deps installs it with apt-get, as root)")
 
 
 def test_the_browser_check_sees_a_request_and_a_console_message(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
 """A bare `selfimprove bootstrap DATASET` on a machine with no GPU and no prime-rl (issue 43, item 5): the CPU
-engine and a built-in student, said in one line on stderr, instead of the seed's Qwen3-0.6B on prime-rl
+engine and a built-in student, said in one line on stderr, instead of the procedure's Qwen3-0.6B on prime-rl
 chosen silently. On a GPU machine, with $PRIME_RL_DIR, --slurm, --engine prime-rl or --model, nothing changes."""
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ def test_another_env_gets_its_generic_student(cli, runs_dir: Path, no_gpu) -> No
     assert default_student(None, "auto", "mine", "owner/my-env@1.0", None)[0] == "build:my-env"
 
 
-def test_a_gpu_machine_keeps_the_seeds_default_silently(cli, runs_dir: Path, no_gpu, monkeypatch) -> None:
+def test_a_gpu_machine_keeps_the_procedures_default_silently(cli, runs_dir: Path, no_gpu, monkeypatch) -> None:
     monkeypatch.setattr(preflight, "gpus_visible", lambda: (2, "nvidia-smi -L"))
     res = cli("bootstrap", "gsm8k", "--runs-dir", runs_dir)
     assert res.exit_code == 0, res.stderr
@@ -65,9 +65,10 @@ def test_what_the_user_named_is_kept(no_gpu, given, expected) -> None:
     assert default_student(model, engine, "selfimprove-arith", None, slurm)[:2] == expected
 
 
-def test_prime_rl_dir_or_the_seed_policy_keeps_the_seeds_default(no_gpu, monkeypatch) -> None:
+def test_prime_rl_dir_or_the_procedure_policy_keeps_the_procedures_default(no_gpu, monkeypatch) -> None:
     monkeypatch.setenv("PRIME_RL_DIR", "/opt/prime-rl")
     assert default_student(None, "auto", "gsm8k", None, None) == (SEED_MODEL, "auto", None)
     monkeypatch.delenv("PRIME_RL_DIR")
-    monkeypatch.setenv(POLICY_ENV, "seed")
-    assert default_student(None, "auto", "gsm8k", None, None) == (SEED_MODEL, "auto", None)
+    for value in ("procedure", "seed"):  # "seed": the value's first name, still honoured
+        monkeypatch.setenv(POLICY_ENV, value)
+        assert default_student(None, "auto", "gsm8k", None, None) == (SEED_MODEL, "auto", None)

@@ -22,7 +22,7 @@ def options_from_params(params: dict) -> BootstrapOptions:
 @cli_errors
 def command(
     dataset: Annotated[str, typer.Argument(help="Dataset name, e.g. gsm8k or selfimprove-arith.")],
-    model: Annotated[Optional[str], typer.Option(help=f"Student model: HF id, local dir, or a built-in CPU student (selfimprove/tiny-arith, build:ENV). Default: {DEFAULT_MODEL} (the seed's); with no GPU, no $PRIME_RL_DIR and no --slurm, a built-in student on the CPU engine instead, said in one line.", show_default=False)] = None,
+    model: Annotated[Optional[str], typer.Option(help=f"Student model: HF id, local dir, or a built-in CPU student (selfimprove/tiny-arith, build:ENV). Default: {DEFAULT_MODEL} (the skill's procedure's); with no GPU, no $PRIME_RL_DIR and no --slurm, a built-in student on the CPU engine instead, said in one line.", show_default=False)] = None,
     budget: Annotated[str, typer.Option(help="Phase 3 wall-clock cap, e.g. 10h, 90m, 1h30m. Phase 4 runs after it.")] = "10h",
     hub_id: Annotated[Optional[str], typer.Option(help="Real environment id; default primeintellect/<dataset>.")] = None,
     max_iters: Annotated[int, typer.Option(help="Total iterations including iter_0.")] = 15,
@@ -35,9 +35,9 @@ def command(
     config: Annotated[Optional[str], typer.Option(help="Canonical rl.toml for iter_0; default: found by dataset name.")] = None,
     wandb_project: Annotated[Optional[str], typer.Option(help="W&B project; empty = no W&B.")] = None,
     slurm: Annotated[Optional[str], typer.Option(help="Run every training job on SLURM: a prime-rl overlay TOML holding [slurm] (and [deployment] for several nodes), passed to each launch as `@ FILE`; see docs/how-to/slurm.md.")] = None,
-    steps_per_run: Annotated[int, typer.Option(help="New training steps per run (seed: 100; lower only for smoke runs).")] = SEED_STEPS_PER_RUN,
-    rollouts_per_example: Annotated[int, typer.Option(help="Rollouts per prompt (seed: 16).")] = SEED_ROLLOUTS_PER_EXAMPLE,
-    eval_examples: Annotated[int, typer.Option(help="Eval examples per iteration (seed: 200).")] = SEED_EVAL_EXAMPLES,
+    steps_per_run: Annotated[int, typer.Option(help="New training steps per run (the procedure's: 100; lower only for smoke runs).")] = SEED_STEPS_PER_RUN,
+    rollouts_per_example: Annotated[int, typer.Option(help="Rollouts per prompt (the procedure's: 16).")] = SEED_ROLLOUTS_PER_EXAMPLE,
+    eval_examples: Annotated[int, typer.Option(help="Eval examples per iteration (the procedure's: 200).")] = SEED_EVAL_EXAMPLES,
     allow_small_batch: Annotated[bool, typer.Option("--allow-small-batch", help="Allow < 16 unique prompts per step (smoke runs; recorded).")] = False,
     stack: Annotated[Optional[str], typer.Option(help="prime-rl / verifiers dialect: seed (prime-rl < 0.8, classic envs) or v1 (prime-rl >= 0.8, verifiers v1 Tasksets). Default: detected from $PRIME_RL_DIR and the env's API.")] = None,
     env_python: Annotated[Optional[str], typer.Option(help="Python that loads the env (introspection, the generator, gates, package install + verify): must import verifiers. Default: $PRIME_RL_DIR/.venv/bin/python for --engine prime-rl with a checkout there, else this interpreter. Recorded in run.json.")] = None,

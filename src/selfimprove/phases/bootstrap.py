@@ -50,17 +50,17 @@ from ..stack.verifiers_classic import env_module_name
 from .overrides import range_error
 from .student_default import SEED_MODEL, default_student
 
-DEFAULT_MODEL = SEED_MODEL  # the seed's student (phases/student_default.py says when another is chosen)
+DEFAULT_MODEL = SEED_MODEL  # the skill's procedure's student (phases/student_default.py says when another is chosen)
 BUILTIN_MODEL_PREFIX = "selfimprove/"  # CPU students made by the local engine
 BUILD_MODEL_PREFIX = "build:"  # build:ENV, the generic recipe's student of ENV (rl/student_build.py), built on first use
 
 
 @dataclass
 class BootstrapOptions:
-    """The seed's invocation flags plus ours; defaults are the seed's."""
+    """The procedure's invocation flags plus ours; defaults are the procedure's."""
 
     dataset: str
-    model: str | None = None  # None: the seed's DEFAULT_MODEL, or a CPU student on a machine without GPUs (student_default.py)
+    model: str | None = None  # None: the procedure's DEFAULT_MODEL, or a CPU student on a machine without GPUs (student_default.py)
     budget: str = "10h"
     hub_id: str | None = None  # default primeintellect/<dataset>
     max_iters: int = 15
@@ -162,7 +162,7 @@ def check_batch(batch_size: int, rollouts_per_example: int, allow_small: bool) -
 def init_from_source(root: Path) -> tuple[Path, Path, str | None]:
     """(the dir holding prime_out/, its metrics.json, the arm key of its record there or None) of an --init-from path.
 
-    Accepted: a prior training run dir (the seed's layout: prime_out/, run.json, metrics.json); a
+    Accepted: a prior training run dir (the procedure's layout: prime_out/, run.json, metrics.json); a
     selfimprove run dir, which gives its iter_0 (the checkpoint every arm of that run started from, as
     the advice of a closed run says); or one arm dir of a selfimprove run (<run dir>/iter_0)."""
     if (root / "prime_out").is_dir() and (root / "run.json").is_file():
@@ -175,7 +175,7 @@ def init_from_source(root: Path) -> tuple[Path, Path, str | None]:
 
 
 def init_from_artefacts(init_from: Path, step: int) -> list[Path]:
-    """The seed's Phase 2A list of what a reusable prior run must contain."""
+    """The procedure's Phase 2A list of what a reusable prior run must contain."""
     src, metrics, _key = init_from_source(init_from)
     po = src / "prime_out"
     return [
