@@ -266,6 +266,8 @@ def test_make_screenshots_pictures_a_run_dir_at_1280_and_390(finished_page: Path
     for width in (1280, 390):
         with Image.open(shots / f"report-{width}.png") as im:
             assert im.width == width and im.height > 2000
+    with Image.open(shots / "report-top.png") as im:
+        assert im.width == 1280 and 500 < im.height <= 1150
     assert not (finished.root / "report.html").read_text().count("probe")  # the run dir's page is untouched
     res = subprocess.run(["make", "-s", "screenshots"], cwd=REPO, env=env, capture_output=True, text=True)
     assert res.returncode == 2 and "name the run dir" in res.stdout

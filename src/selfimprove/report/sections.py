@@ -21,8 +21,9 @@ PHASE_WORDS = {
     "bootstrap": "bootstrapped only: introspect has not run",
     "introspect": "introspected: the baseline (iter_0) is next or under way",
     "baseline": "the baseline (iter_0) is done: Phase 3 (the iterations) is next or under way",
-    "iterate": "Phase 3 (the iterations) is over or under way: Phase 4 (compare) is next",
-    "compare": "Phase 4 (compare) is done or under way: finalize is next",
+    # Phase 3 and 4 are several commands each: whether one is done is the next command's to say (below)
+    "iterate": "Phase 3 (the iterations) has started",
+    "compare": "Phase 4 (compare) has started",
     "aborted": "aborted",
 }
 
