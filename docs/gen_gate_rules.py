@@ -865,7 +865,7 @@ SECTIONS = [
     ("Dataset gate", "dataset", DATASET_EXAMPLES,
      "Checked on `iter_N/dataset.jsonl` after `gen_dataset.py` ran and the tool dropped rows that overlap the "
      "evaluated questions. Every sub-gate runs and every failing rule is listed, in this order: the rows against "
-     "the report and the seed's validation lines, reading the file, the round trip through the env's parser (or, "
+     "the report and the procedure's validation lines, reading the file, the round trip through the env's parser (or, "
      "for a verifiers v1 env, its rewards), earlier iterations, the eval split, failures.jsonl, the diversity "
      "axes, the student's context, and the custom rewards. Results: `iter_N/gate_report.json` and "
      "`gate_report.txt`."),

@@ -138,7 +138,7 @@ def test_readme_is_short_undated_and_links_to_files_that_exist():
     assert not dated, f"README.md holds dated lines (they belong in docs/results.md): {dated[:3]}"
     start, end = text.find("<!-- demo-table:start -->"), text.find("<!-- demo-table:end -->")
     assert 0 <= start < end, "README.md lacks the demo-table markers"
-    assert "<!-- report-screenshot -->" in text or "docs/img/report-finished.png" in text
+    assert "docs/img/report-top.png" in text and "docs/img/report-1280.png" in text  # the report page, pictured
     for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
         if "://" not in target:
             assert (REPO / target).exists(), f"README.md links to {target}, which does not exist"
