@@ -80,7 +80,7 @@ test-latest:
 	$(LATEST)/bin/python -m pip install -q $(TORCH_PIP)
 	$(LATEST)/bin/python -m pip install -q --upgrade -e ".[$(subst $(space),$(comma),$(EXTRAS))]"
 	$(LATEST)/bin/python -m pip list 2>/dev/null | grep -iE "^(torch|transformers|tokenizers|verifiers|datasets) "
-	OMP_WAIT_POLICY=PASSIVE $(LATEST)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile -m "not slow"
+	OMP_WAIT_POLICY=PASSIVE $(LATEST)/bin/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder -m "not slow"
 
 demo: setup
 	OMP_WAIT_POLICY=PASSIVE $(BIN)/selfimprove run selfimprove-arith $(DEMO_FLAGS) --teacher examples/arith_teacher.py:ArithTeacher
@@ -93,11 +93,12 @@ demo-record: setup
 # Two pytest workers, one test file each at a time (--dist loadfile keeps a module's shared
 # fixtures in one worker). Most tests keep one core busy (training subprocesses, verifiers
 # imports), so a second worker roughly halves the wall time on 2 cores. TEST_WORKERS=0 runs serially.
+# --no-loadscope-reorder: files start in tests/conftest.py's longest-first order, not xdist's by test count.
 TEST_WORKERS ?= 2
-PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
 test: setup test-deps
-	$(PYTEST)
+	$(PYTEST) --durations=30
 
 # What the tests need from Debian, installed when missing and we are root with apt-get (CI runs
 # `make test` as root on a fresh machine): slurm-wlm and munge for the one-node SLURM cluster of
