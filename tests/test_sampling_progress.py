@@ -34,6 +34,24 @@ def test_run_rollouts_reports_each_chunk():
     assert len(recs) == 6 and seen == [(4, 6), (6, 6)]
 
 
+def test_run_rollouts_reports_inside_a_chunk_without_changing_the_samples():
+    """on_token: progress while one chunk of long completions is sampled (the done count is the chunks'
+    so far); the draws are the same with and without it."""
+    model, tok = new_student(0)
+    env = load_env("selfimprove-arith", {})
+    spec = EnvSpec(id="selfimprove-arith", name="arith", args={}, ratio=None, env=env)
+    rows = split_rows(env, "train", n=3)
+    ticks: list[tuple[int, int]] = []
+
+    def sample(**kw):
+        return run_rollouts(model, tok, [(spec, r) for r in rows], n=2, temperature=1.0, max_tokens=6,
+                            generator=torch.Generator().manual_seed(0), chunk=4, **kw)
+    with_ticks, without = sample(on_token=lambda d, t: ticks.append((d, t))), sample()
+    assert [r["completion"] for r in with_ticks] == [r["completion"] for r in without]
+    assert ticks and {t for _, t in ticks} == {6} and {d for d, _ in ticks} <= {0, 4}
+    assert (0, 6) in ticks and (4, 6) in ticks  # during the first chunk and during the second
+
+
 def test_the_progress_note_shows_the_sampling_until_the_step_ends(tmp_path: Path):
     log_path = tmp_path / "train.log"
     log = Log(log_path)  # the engine's own log format

@@ -21,6 +21,8 @@ ids that skip the pads) so that every row's next token is at the same column.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dataclasses import dataclass
 
 import torch
@@ -97,8 +99,10 @@ def generate(
     eos_id: int,
     pad_id: int,
     generator: torch.Generator | None = None,
+    on_token: Callable[[], None] | None = None,
 ) -> tuple[list[list[int]], list[bool]]:
-    """Sample one completion per prompt. temperature <= 0 means greedy.
+    """Sample one completion per prompt. temperature <= 0 means greedy. `on_token()` is called after
+    each token position (progress only: a slow model's long completions show life mid-batch).
 
     Returns (completion token ids including the EOS when one was produced,
     is_truncated per row = no EOS within max_new_tokens).
@@ -133,6 +137,8 @@ def generate(
         out_tokens[:, t] = tok
         n_out += (~done).long()
         done |= tok == eos_id
+        if on_token is not None:
+            on_token()
         if bool(done.all()):
             break
         ids = tok[:, None]

@@ -178,9 +178,12 @@ def sampling_line(what: str, done: int, total: int, secs: float) -> str:
 
 def run_rollouts(model, tok, spec_rows: list[tuple[EnvSpec, dict]], *, n: int, temperature: float,
                  max_tokens: int, generator: torch.Generator | None, chunk: int = SAMPLING_CHUNK,
-                 on_chunk: Callable[[int, int], None] | None = None) -> list[dict]:
+                 on_chunk: Callable[[int, int], None] | None = None,
+                 on_token: Callable[[int, int], None] | None = None) -> list[dict]:
     """`n` samples of each (env, row); returns one prime-rl record per sample, grouped per row.
-    `on_chunk(done, total)` is called after each sampled chunk (the engine logs progress with it).
+    `on_chunk(done, total)` is called after each sampled chunk, `on_token(done, total)` after each token
+    position of one (the engine logs progress with them, at most every 20 s: 8 completions of 2,000
+    tokens from a 135M model take minutes).
 
     Records keep the token ids under the private key `_ids` (prompt, completion)
     for the update, and for a v1 source its Task and scored Trace (`_task`, `_trace`)
@@ -197,7 +200,8 @@ def run_rollouts(model, tok, spec_rows: list[tuple[EnvSpec, dict]], *, n: int, t
     model.eval()
     for i in range(0, len(prompts), chunk):
         c, tr = generate(model, prompts[i : i + chunk], max_new_tokens=max_tokens, temperature=temperature,
-                         eos_id=tok.eos_token_id, pad_id=tok.pad_token_id, generator=generator)
+                         eos_id=tok.eos_token_id, pad_id=tok.pad_token_id, generator=generator,
+                         on_token=None if on_token is None else (lambda: on_token(len(comps), len(prompts))))
         comps += c
         truncs += tr
         if on_chunk is not None:

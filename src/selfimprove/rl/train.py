@@ -186,8 +186,9 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
     chunk = sampling_chunk(n_params)
 
     def sampling_log(what: str):
-        """on_chunk for run_rollouts: a `Sampling <what>: done/total` line at most every SAMPLING_LOG_S, so a
-        slow model shows life long before its first step ends (the watcher shows the line as its note)."""
+        """on_chunk / on_token for run_rollouts: a `Sampling <what>: done/total` line at most every SAMPLING_LOG_S,
+        so a slow model shows life long before its first step ends, even inside a chunk of long completions
+        (the watcher shows the line as its note)."""
         t0, last = time.time(), [time.time()]
 
         def on_chunk(done: int, total: int) -> None:
@@ -239,9 +240,9 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
         for s in evals:
             rpe = s.rollouts_per_example or cfg.eval.rollouts_per_example
             gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + 7919 * n + 1)
+            progress = sampling_log(f"the eval of step {n} ({s.name})")
             recs = run_rollouts(model, tok, [(s, r) for r in s.rows], n=rpe, temperature=cfg.eval.temperature,
-                                max_tokens=eval_tokens, generator=gen, chunk=chunk,
-                                on_chunk=sampling_log(f"the eval of step {n} ({s.name})"))
+                                max_tokens=eval_tokens, generator=gen, chunk=chunk, on_chunk=progress, on_token=progress)
             mean = sum(r["reward"] for r in recs) / max(1, len(recs))
             olog.info(f"Evaluated {s.name} at step {n} | Avg@{rpe}: {mean:.4f} | Examples: {len(s.rows)} | "
                       f"Policy: v{policy} | Time: {time.time() - t0:.2f}s")
@@ -278,9 +279,9 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
             s = train[0] if len(train) == 1 else pick.choices(train, weights=ratios)[0]
             chosen.append((s, s.rows[cursors[s.name].next()]))
         gen = torch.Generator().manual_seed(cfg.seed * 1_000_003 + step)
+        progress = sampling_log(f"step {step}")
         records = run_rollouts(model, tok, chosen, n=cfg.rollouts_per_example, temperature=cfg.temperature,
-                               max_tokens=train_tokens, generator=gen, chunk=chunk,
-                               on_chunk=sampling_log(f"step {step}"))
+                               max_tokens=train_tokens, generator=gen, chunk=chunk, on_chunk=progress, on_token=progress)
         t_gen = time.time() - t0
         if cfg.eval and lay.main and (step + 1) % cfg.eval.interval == 0:
             # Main triggers the eval of step S+1 right after batch S ships, before the trainer has trained on
