@@ -34,6 +34,7 @@ from typing import Any, Callable
 DOCS = Path(__file__).resolve().parent
 REPO = DOCS.parent
 sys.path.insert(0, str(REPO / "tests"))  # the gate tests' baselines (gate_fixtures.py)
+sys.path.insert(0, str(DOCS))  # gen_reference.py, when this file is loaded by path (the tests)
 
 PAGE = "reference/gate-rules.md"
 REGENERATE = ".venv/bin/python docs/gen_gate_rules.py"
@@ -933,23 +934,10 @@ def page_markdown() -> str:
 PAGES: dict[str, Callable[[], str]] = {PAGE: page_markdown}
 
 
-def stale_pages() -> list[str]:
-    """The generated pages whose committed text differs from what the gates print now."""
-    return [name for name, make in PAGES.items()
-            if not (DOCS / name).is_file() or (DOCS / name).read_text(encoding="utf-8") != make()]
-
-
 def main(argv: list[str]) -> int:
-    if "--check" in argv:
-        stale = stale_pages()
-        for name in stale:
-            print(f"docs/{name} is out of date with the gates; regenerate it: {REGENERATE}", file=sys.stderr)
-        return 1 if stale else 0
-    for name, make in PAGES.items():
-        (DOCS / name).parent.mkdir(parents=True, exist_ok=True)
-        (DOCS / name).write_text(make(), encoding="utf-8")
-        print(f"wrote docs/{name}")
-    return 0
+    from gen_reference import write_or_check  # docs/gen_reference.py: the same write / --check command line
+
+    return write_or_check(argv, DOCS, PAGES, source="the gates", regenerate=REGENERATE)
 
 
 if __name__ == "__main__":

@@ -205,23 +205,35 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
+def stale(docs: Path, pages: dict[str, Callable[[], str]]) -> list[str]:
+    """The pages under `docs` whose committed text differs from what their generator makes now."""
+    return [name for name, make in pages.items()
+            if not (docs / name).is_file() or (docs / name).read_text(encoding="utf-8") != make()]
+
+
+def write_or_check(argv: list[str], docs: Path, pages: dict[str, Callable[[], str]], *, source: str,
+                   regenerate: str) -> int:
+    """A page generator's command line (this file's, docs/gen_gate_rules.py's): write every page, or with
+    --check name each stale one ("out of date with <source>") and exit 1."""
+    if "--check" in argv:
+        out_of_date = stale(docs, pages)
+        for name in out_of_date:
+            print(f"docs/{name} is out of date with {source}; regenerate it: {regenerate}", file=sys.stderr)
+        return 1 if out_of_date else 0
+    for name, make in pages.items():
+        (docs / name).parent.mkdir(parents=True, exist_ok=True)
+        (docs / name).write_text(make(), encoding="utf-8")
+        print(f"wrote docs/{name}")
+    return 0
+
+
 def stale_pages() -> list[str]:
     """The generated pages whose committed text differs from what the code generates now."""
-    return [name for name, make in PAGES.items()
-            if not (DOCS / name).is_file() or (DOCS / name).read_text(encoding="utf-8") != make()]
+    return stale(DOCS, PAGES)
 
 
 def main(argv: list[str]) -> int:
-    if "--check" in argv:
-        stale = stale_pages()
-        for name in stale:
-            print(f"docs/{name} is out of date with the code; regenerate it: {REGENERATE}", file=sys.stderr)
-        return 1 if stale else 0
-    for name, make in PAGES.items():
-        (DOCS / name).parent.mkdir(parents=True, exist_ok=True)
-        (DOCS / name).write_text(make(), encoding="utf-8")
-        print(f"wrote docs/{name}")
-    return 0
+    return write_or_check(argv, DOCS, PAGES, source="the code", regenerate=REGENERATE)
 
 
 if __name__ == "__main__":
