@@ -9,6 +9,7 @@ reaches the markup through `markup.html` (formatted, capped, escaped), numbers i
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 from ..ui import fmt_duration
 from .markup import Html, html, join
@@ -45,6 +46,36 @@ def _fmt(v: float) -> str:
     return f"{v:g}" if abs(v) >= 1e-3 or v == 0 else f"{v:.1e}"
 
 
+def _step_axes(left: float, top: float, plot_w: float, plot_h: float, height: float,
+               x_range: tuple[float, float, float], y_range: tuple[float, float], *, x_ticks: int
+               ) -> tuple[Callable[[float], float], Callable[[float], float], list[Html]]:
+    """(px, py, the axes) of a chart over training steps: the scales from data to SVG coordinates, and
+    what is drawn under the data (y grid and ticks, integer step ticks, the `training step` label, the
+    frame). x_range is (lo, hi, pad): the ticks stay inside the pad kept around the data."""
+    x_lo, x_hi, pad = x_range
+    y_lo, y_hi = y_range
+
+    def px(x: float) -> float:
+        return left + (x - x_lo) / (x_hi - x_lo) * plot_w
+
+    def py(y: float) -> float:
+        return top + (1 - (y - y_lo) / (y_hi - y_lo)) * plot_h
+
+    parts = []
+    for t in _ticks(y_lo, y_hi):
+        parts.append(html('<line x1="{}" x2="{}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
+                          '<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>',
+                          left, left + plot_w, left - 6, py(t) + 4, _fmt(t), y=py(t)))
+    for t in _ticks(x_lo + pad, x_hi - pad, x_ticks):
+        if float(t).is_integer():
+            parts.append(html('<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>',
+                              px(t), top + plot_h + 16, int(t)))
+    parts.append(html('<text x="{}" y="{}" class="axis" text-anchor="middle">training step</text>'
+                      '<rect x="{}" y="{}" width="{}" height="{}" class="frame"/>',
+                      left + plot_w / 2, height - 4, left, top, plot_w, plot_h))
+    return px, py, parts
+
+
 def learning_curve(series: list[dict], evals: list[dict], *, title: str, width: int = 450, height: int = 220) -> Html:
     """An arm's train reward per step (one polyline per training seed) and its eval accuracy as a
     point with its 95% interval at the step it was evaluated.
@@ -63,25 +94,9 @@ def learning_curve(series: list[dict], evals: list[dict], *, title: str, width: 
     x_lo, x_hi = x_lo - pad, x_hi + pad
     y_lo, y_hi = (min(ys + [0.0]), max(ys + [1.0])) if ys else (0.0, 1.0)
 
-    def px(x: float) -> float:
-        return left + (x - x_lo) / (x_hi - x_lo) * plot_w
-
-    def py(y: float) -> float:
-        return top + (1 - (y - y_lo) / (y_hi - y_lo)) * plot_h
-
+    px, py, axes = _step_axes(left, top, plot_w, plot_h, height, (x_lo, x_hi, pad), (y_lo, y_hi), x_ticks=6)
     parts = [html('<svg class="chart" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}"><title>{t}</title>'
-                  '<text x="{x}" y="16" class="chart-title">{t}</text>', w=width, h=height, t=title, x=left)]
-    for t in _ticks(y_lo, y_hi):
-        parts.append(html('<line x1="{}" x2="{}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                          '<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>',
-                          left, left + plot_w, left - 6, py(t) + 4, _fmt(t), y=py(t)))
-    for t in _ticks(x_lo + pad, x_hi - pad, 6):
-        if float(t).is_integer():
-            parts.append(html('<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>',
-                              px(t), top + plot_h + 16, int(t)))
-    parts.append(html('<text x="{}" y="{}" class="axis" text-anchor="middle">training step</text>',
-                      left + plot_w / 2, height - 4))
-    parts.append(html('<rect x="{}" y="{}" width="{}" height="{}" class="frame"/>', left, top, plot_w, plot_h))
+                  '<text x="{x}" y="16" class="chart-title">{t}</text>', w=width, h=height, t=title, x=left), *axes]
     for i, line in enumerate(series):
         color = SEED_COLORS[i % len(SEED_COLORS)]
         pts = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in zip(line["steps"], line["rewards"]))
@@ -136,25 +151,9 @@ def eval_overlay(arms: list[dict], base: dict | None, *, width: int = 720, heigh
     if y_hi <= y_lo:
         y_lo, y_hi = 0.0, 1.0
 
-    def px(x: float) -> float:
-        return left + (x - x_lo) / (x_hi - x_lo) * plot_w
-
-    def py(y: float) -> float:
-        return top + (1 - (y - y_lo) / (y_hi - y_lo)) * plot_h
-
+    px, py, axes = _step_axes(left, top, plot_w, plot_h, height, (x_lo, x_hi, pad), (y_lo, y_hi), x_ticks=8)
     parts = [html('<svg class="chart overlay" role="img" viewBox="0 0 {w} {h}" width="{w}" height="{h}">'
-                  '<title>eval accuracy of every arm over training steps</title>', w=width, h=height)]
-    for t in _ticks(y_lo, y_hi):
-        parts.append(html('<line x1="{}" x2="{}" y1="{y:.1f}" y2="{y:.1f}" class="grid"/>'
-                          '<text x="{}" y="{:.1f}" class="tick" text-anchor="end">{}</text>',
-                          left, left + plot_w, left - 6, py(t) + 4, _fmt(t), y=py(t)))
-    for t in _ticks(x_lo + pad, x_hi - pad, 8):
-        if float(t).is_integer():
-            parts.append(html('<text x="{:.1f}" y="{}" class="tick" text-anchor="middle">{}</text>',
-                              px(t), top + plot_h + 16, int(t)))
-    parts.append(html('<text x="{}" y="{}" class="axis" text-anchor="middle">training step</text>'
-                      '<rect x="{}" y="{}" width="{}" height="{}" class="frame"/>',
-                      left + plot_w / 2, height - 4, left, top, plot_w, plot_h))
+                  '<title>eval accuracy of every arm over training steps</title>', w=width, h=height), *axes]
     for a in arms:
         line = ([a["start"]] if a.get("start") else []) + a["points"]
         pts = " ".join(f"{px(p['step']):.1f},{py(p['acc']):.1f}" for p in line)
