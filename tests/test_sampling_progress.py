@@ -78,3 +78,22 @@ def test_the_plain_progress_line_carries_the_note():
     task = bar.add_task("iter_0", total=50, reward="-", note="")
     bar.update(task, completed=0, reward="-", note="sampling step 1: 8/16 completions, 20 s")
     assert out.getvalue().splitlines()[-1].endswith("iter_0: sampling step 1: 8/16 completions, 20 s")
+
+
+def test_the_first_note_is_printed_at_once_then_the_interval_holds():
+    """The first sign of life (a slow model's first sampling line) does not wait for the 30 s interval;
+    later notes do."""
+    from rich.console import Console
+
+    from selfimprove.ui import PlainProgress
+
+    out = io.StringIO()
+    bar = PlainProgress(Console(file=out, width=200), interval=3600.0)
+    task = bar.add_task("iter_0", total=50, reward="-", note="")
+    bar.update(task, completed=0, reward="-", note="")
+    assert len(out.getvalue().splitlines()) == 1  # the start line only
+    bar.update(task, completed=0, reward="-", note="sampling step 1: 0/16 completions, 5 s")
+    bar.update(task, completed=0, reward="-", note="sampling step 1: 4/16 completions, 25 s")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and lines[-1].endswith("iter_0: sampling step 1: 0/16 completions, 5 s")
+

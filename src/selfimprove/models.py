@@ -127,6 +127,11 @@ class RunConfig(FileModel):
     steps_per_run: int = SEED_STEPS_PER_RUN  # new training steps per run (the skill's procedure: 100)
     rollouts_per_example: int = SEED_ROLLOUTS_PER_EXAMPLE  # the skill's procedure: 16
     eval_examples: int = SEED_EVAL_EXAMPLES  # eval examples per iteration (the skill's procedure: 200)
+    # --max-completion-tokens: caps every arm's train and eval completion budget (phases/completion_budget.py).
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    # When baseline generated the canonical config from hub_env.json (no configs/<dataset>/rl.toml):
+    # {"train", "eval", "rule"}, the budget that follows the env's reference answers. null otherwise.
+    generated_budget: dict[str, Any] | None = None
     allow_small_batch: bool = False  # permits < 16 unique prompts per step (smoke runs only)
     seeds: int = Field(default=1, ge=1, le=MAX_SEEDS)  # Phase 4: training seeds per compared arm (compare/run --seeds; 1 = unmeasured)
 
@@ -263,6 +268,10 @@ class HubEnv(FileModel):
     train_size: int | None
     eval_size: int | None
     train_samples: list[TrainSample] = Field(default_factory=list)
+    # How long the TRAIN reference answers are, in characters: {rows, longest, median} over up to 2000
+    # unsealed rows; a generated config's completion budget follows it. None: not measured (no answer
+    # field, or a hub_env.json written before this field existed).
+    train_answer_chars: dict[str, int] | None = None
     warnings: list[str] = Field(default_factory=list)
     verifiers_version: str | None = None
     introspected_at: float | None = None

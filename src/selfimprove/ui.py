@@ -137,10 +137,13 @@ class PlainProgress:
             t.update(fields)
             now = time.monotonic()
             finished = t["total"] is not None and t["completed"] >= t["total"]
-            due = t["last"] is None or now - t["last"] >= self.interval or (finished and not t["done"])
+            # the first note (a slow model's first sampling line, a student build) is shown at once: it is
+            # the first sign that the job is working, which a user should not wait a whole interval for
+            first_note = bool(t.get("note")) and not t.get("noted")
+            due = t["last"] is None or now - t["last"] >= self.interval or (finished and not t["done"]) or first_note
             if not due:
                 return
-            t["last"], t["done"] = now, finished
+            t["last"], t["done"], t["noted"] = now, finished, t.get("noted") or bool(t.get("note"))
             total = f"/{t['total']}" if t["total"] is not None else ""
             line = (f"{time.strftime('%H:%M:%S')} {t['name']}: "
                     + (t["note"] if t.get("note") else f"step {t['completed']}{total}, train reward {t.get('reward', '-')}"))

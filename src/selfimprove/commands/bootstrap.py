@@ -42,6 +42,7 @@ def command(
     stack: Annotated[Optional[str], typer.Option(help="prime-rl / verifiers dialect: seed (prime-rl < 0.8, classic envs) or v1 (prime-rl >= 0.8, verifiers v1 Tasksets). Default: detected from $PRIME_RL_DIR and the env's API.")] = None,
     env_python: Annotated[Optional[str], typer.Option(help="Python that loads the env (introspection, the generator, gates, package install + verify): must import verifiers. Default: $PRIME_RL_DIR/.venv/bin/python for --engine prime-rl with a checkout there, else this interpreter. Recorded in run.json.")] = None,
     group_by: Annotated[Optional[str], typer.Option("--group-by", help="How the weakness statistics group prompts (recorded in run.json): auto (default: the env's task field, else the prompt template, else the answer type; a degenerate grouping falls back, stated), task, template, answer, or path/to/file.py:FUNCTION.")] = None,
+    max_completion_tokens: Annotated[Optional[int], typer.Option("--max-completion-tokens", help="Cap on every arm's train and eval completion budget, in tokens (recorded in run.json). Default: the canonical config's (the procedure's 1024 train / 2048 eval), or for a config generated from the env, a budget that follows its reference answers' lengths.", show_default=False)] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 0: validate the flags and create the run directory.

@@ -25,6 +25,7 @@ from ..stack.dialects import SEED
 from ..stack.toml_paths import get_path, set_path
 from ..student_limits import completion_budget_cuts
 from ..ui import console
+from .completion_budget import capped_train_tokens, eval_completion_tokens
 from .context import RunContext
 from .evals import aggregate_eval, expected_eval_examples
 from .overrides import TEACHER_KEYS, read_overrides  # noqa: F401  (TEACHER_KEYS: re-exported)
@@ -54,10 +55,14 @@ def _wandb(cfg: RunConfig, name: str) -> dict | None:
     return {"project": cfg.wandb_project, "name": name} if cfg.wandb_project else None
 
 
-def _knobs(ctx: RunContext, overrides: dict, seed: int | None = None) -> dict:
-    """Canonical knobs with the teacher's overrides on top (same keys, same mapping); `seed` (from
-    `arm_seed`) replaces the canonical training seed, None keeps it (the iterations)."""
+def arm_knobs(ctx: RunContext, overrides: dict, seed: int | None = None) -> dict:
+    """Canonical knobs with the teacher's overrides on top (same keys, same mapping), the train budget under
+    --max-completion-tokens, and every arm's one eval budget; `seed` (from `arm_seed`) replaces the canonical
+    training seed, None keeps it (the iterations)."""
     knobs = {**ctx.dialect.canonical_knobs(ctx.canonical_config()), **ctx.dialect.canonical_knobs(overrides)}
+    if (train := capped_train_tokens(ctx.cfg, knobs.get("train_max_tokens"))) is not None:
+        knobs["train_max_tokens"] = train
+    knobs["eval_max_tokens"] = eval_completion_tokens(ctx.cfg)
     if seed is not None:
         knobs["seed"] = seed
     return knobs
@@ -164,7 +169,7 @@ def resumed_arm_config(ctx: RunContext, *, train_envs: list[dict], resume_step: 
         model=cfg.model, resume_step=resume_step, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
         eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name),
-        **fork, **_knobs(ctx, overrides or {}, seed),
+        **fork, **arm_knobs(ctx, overrides or {}, seed),
     ))
 
 
@@ -178,7 +183,7 @@ def fresh_arm_config(ctx: RunContext, *, train_envs: list[dict], num_examples: i
         model=cfg.model, new_steps=cfg.steps_per_run, batch_size=cfg.batch_size,
         rollouts_per_example=cfg.rollouts_per_example, train_envs=train_envs, eval_env_id=eval_id,
         eval_env_args=eval_args, num_examples=num_examples, wandb=_wandb(cfg, wandb_name), base_eval=False,
-        **_knobs(ctx, {}, seed),
+        **arm_knobs(ctx, {}, seed),
     ))
 
 

@@ -42,6 +42,7 @@ from . import holdout
 from .arms import note_budget_in_force
 from .bootstrap import check_init_from, init_from_source
 from .canonical_fit import shipped_for_another_model
+from .completion_budget import capped_train_tokens, eval_completion_tokens, generated_budget
 from .context import RunContext
 from .evals import EVAL_FILE, abort_run_on_unparseable_eval, evaluated_split, aggregate_eval, expected_eval_examples, record_summary, summarize, train_reward_mean, train_trajectory
 from .order import require_phase_order
@@ -61,8 +62,8 @@ class BaselineResult:
 
 
 def _note(quiet: bool, msg: str) -> None:
-    if not quiet:
-        console.print(msg, highlight=False)
+    if not quiet:  # markup off: notes carry TOML table names ("[inference] added") and paths, never rich tags
+        console.print(msg, highlight=False, markup=False)
 
 
 def _note_line(quiet: bool, msg: str) -> None:
@@ -212,9 +213,16 @@ def find_canonical(ctx: RunContext, arm: ArmDir, explicit: str | None, quiet: bo
         )
     else:
         context, _ = model_context(cfg.model)  # caps seq_len and the completion budget for a small student
-        dialect.write_toml(frozen, dialect.canonical_from_hub_env(*dialect.env_api.real_env(hub, "train"), cfg.model, context=context))
+        budget = generated_budget(hub, cfg.model, context, cfg.max_completion_tokens)
+        generated = dialect.canonical_from_hub_env(*dialect.env_api.real_env(hub, "train"), cfg.model, context=context,
+                                                   train_tokens=budget["train"])
+        dialect.write_toml(frozen, generated, note=f"Completion budget: {budget['rule']}.")
         _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} path{'' if len(tried) == 1 else 's'}); generated {frozen} from hub_env.json")
+        _note_line(quiet, f"iter_0: completion budget {budget['rule']}")
         origin = str(frozen)
+        if cfg.generated_budget != budget:
+            cfg = cfg.model_copy(update={"generated_budget": budget})
+            rd.write_run(cfg)
     if cfg.canonical_config != origin:
         cfg = cfg.model_copy(update={"canonical_config": origin})  # where iter_0's config came from (the copy is what runs)
         rd.write_run(cfg)
@@ -247,7 +255,12 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
     # Built on every call (cheap, deterministic): identical files when attaching to a live job.
     canonical_path, ctx = find_canonical(ctx, arm, config, quiet)
     canonical = dialect.read_toml(canonical_path)
-    overlay = dialect.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval)
+    overlay = dialect.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval,
+                                   max_completion_tokens=eval_completion_tokens(ctx.cfg))
+    asked = get_path(canonical, "orchestrator.train.sampling.max_completion_tokens",
+                     get_path(canonical, "orchestrator.train.sampling.max_tokens"))
+    if (train_cap := capped_train_tokens(ctx.cfg, asked)) != asked:  # --max-completion-tokens over the canonical's
+        overlay = dialect.deep_merge(overlay, {"orchestrator": {"train": {"sampling": {"max_completion_tokens": train_cap}}}})
     # No eval split: the n_eval train rows that are scored are held out of training (or the run says it is in-sample).
     held = holdout.prepare(rd, cfg, hub, n_eval)
     if held is not None and held["in_sample"]:

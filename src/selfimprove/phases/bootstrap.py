@@ -82,6 +82,7 @@ class BootstrapOptions:
     env_python: str | None = None  # --env-python; None = the engine's (stack/env_python.py)
     extra_versions: dict[str, str] = field(default_factory=dict)
     group_by: str | None = None  # --group-by: the weakness statistics' grouping (grouping.py), recorded in run.json
+    max_completion_tokens: int | None = None  # --max-completion-tokens: caps every arm's train and eval budget
 
 
 _BUDGET_RE = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
@@ -352,6 +353,8 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         if val < 1:
             raise UsageError(f"{flag} {val}: must be >= 1")
     check_batch(opts.batch_size, opts.rollouts_per_example, opts.allow_small_batch)
+    if opts.max_completion_tokens is not None and opts.max_completion_tokens < 1:
+        raise UsageError(f"--max-completion-tokens {opts.max_completion_tokens}: must be >= 1 (tokens per completion)")
     env_args = parse_env_args(opts.env_args)
     check_runs_dir(opts.runs_dir)  # a file-system check, before the slower env and model probes
     model_arg, engine_arg, student_note = default_student(opts.model, opts.engine, opts.dataset, opts.hub_id, opts.slurm)
@@ -433,6 +436,7 @@ def bootstrap(opts: BootstrapOptions) -> RunDir:
         rollouts_per_example=opts.rollouts_per_example,
         eval_examples=opts.eval_examples,
         group_by=opts.group_by,
+        max_completion_tokens=opts.max_completion_tokens,
         allow_small_batch=opts.allow_small_batch,
         stack=stack.stack,
         stack_source=stack.source,

@@ -285,6 +285,7 @@ def introspect(
             train_size=info.get("train_size"),
             eval_size=info.get("eval_size"),
             train_samples=info.get("train_samples") or [],
+            train_answer_chars=info.get("train_answer_chars"),
             warnings=warnings,
             verifiers_version=info.get("verifiers_version"),
             introspected_at=time.time(),

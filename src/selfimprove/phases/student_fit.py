@@ -8,7 +8,7 @@ from ..gates.common import GateReport
 from ..gates.dataset import check_rows_fit_student
 from ..rundir import ArmDir
 from ..student_limits import prompt_token_counts, student_positions, trained_budget
-from .arms import teacher_overrides
+from .arms import arm_knobs, teacher_overrides
 from .context import RunContext
 
 
@@ -21,7 +21,7 @@ def fits_student_gate(ctx: RunContext, it: ArmDir, rows: list[dict]) -> GateRepo
     cfg, hub = ctx.cfg, ctx.required_hub()
     overrides = teacher_overrides(it.dir / "overrides.toml", ctx.dialect, model=cfg.model,
                                   canonical=ctx.canonical_config())  # checked by the overrides gate already
-    knobs = {**ctx.dialect.canonical_knobs(ctx.canonical_config()), **ctx.dialect.canonical_knobs(overrides)}
+    knobs = arm_knobs(ctx, overrides)
     positions = student_positions(cfg.model, knobs.get("seq_len"))
     if positions is None:
         return None

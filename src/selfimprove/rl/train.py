@@ -60,6 +60,9 @@ class Cursor:
 
 # A slow model's sampling logs a progress line at most this often (seconds).
 SAMPLING_LOG_S = 20.0
+# The first sampling line comes sooner: with the model's load it is the first sign of life a slow student
+# gives (SmolLM2-135M on 2 cores: ready ~45 s after launch, so progress shows within the first minute).
+FIRST_SAMPLING_LOG_S = 5.0
 
 
 def source_cursors(seed: int, train: list[EnvSpec]) -> dict[str, Cursor]:
@@ -189,7 +192,7 @@ def _run(cfg: EngineConfig, raw: dict, lay: Layout, start: int | None, tlog: Log
         """on_chunk / on_token for run_rollouts: a `Sampling <what>: done/total` line at most every SAMPLING_LOG_S,
         so a slow model shows life long before its first step ends, even inside a chunk of long completions
         (the watcher shows the line as its note)."""
-        t0, last = time.time(), [time.time()]
+        t0, last = time.time(), [time.time() - SAMPLING_LOG_S + FIRST_SAMPLING_LOG_S]
 
         def on_chunk(done: int, total: int) -> None:
             if done < total and time.time() - last[0] >= SAMPLING_LOG_S:

@@ -233,9 +233,7 @@ def train_sample(row: dict[str, Any]) -> dict[str, Any]:
     if question is None and isinstance(row.get("prompt"), list):
         users = [m for m in row["prompt"] if (m.get("role") if isinstance(m, dict) else None) == "user"]
         question = message_text(users[-1]) if users else ""
-    answer = row.get("answer")
-    if not isinstance(answer, str):
-        answer = "" if answer is None else json.dumps(answer, default=str)
+    answer = answer_text(row.get("answer"))
     info = row.get("info")
     if isinstance(info, str):
         try:
@@ -247,6 +245,30 @@ def train_sample(row: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(info, dict):
         info = {"value": info}
     return {"question": clip(str(question or "")), "answer": clip(answer), "info": clip(info)}
+
+
+ANSWER_ROWS = 2000  # TRAIN rows whose reference answers are measured (all of them when fewer)
+
+
+def answer_chars(answers: list[str]) -> dict[str, int] | None:
+    """hub_env.json `train_answer_chars`: how long the reference answers are, in characters (an upper
+    bound on their tokens for ASCII text under a BPE tokenizer; exact for a character-level one). The
+    generated config's completion budget follows `longest` (phases/completion_budget.py)."""
+    if not answers:
+        return None
+    lengths = sorted(len(a) for a in answers)
+    return {"rows": len(lengths), "longest": lengths[-1], "median": lengths[len(lengths) // 2]}
+
+
+def sampled_indices(first: int, size: int, k: int = ANSWER_ROWS) -> list[int]:
+    """Up to k row indices in [first, size), the same ones on every call (seeded): the rows before
+    `first` are the sealed evaluated rows of an env with no eval split."""
+    pool = range(first, size)
+    return list(pool) if len(pool) <= k else sorted(random.Random(0).sample(pool, k))
+
+
+def answer_text(answer: Any) -> str:
+    return answer if isinstance(answer, str) else ("" if answer is None else json.dumps(answer, default=str))
 
 
 def system_prompt_from_rows(ds: Any) -> str | None:
@@ -307,6 +329,11 @@ def introspect(env_id: str, env_args: dict[str, Any], n_samples: int, evaluated_
         pool = range(first_unsealed, train_size)
         idx = sorted(random.Random(0).sample(pool, min(n_samples, len(pool))))
         samples = [train_sample(train[i]) for i in idx]
+    lengths = None
+    if train_size and "answer" in train.column_names:
+        picked = sampled_indices(first_unsealed, train_size)
+        column = train.select(picked)["answer"] if picked else []
+        lengths = answer_chars([answer_text(a) for a in column])
 
     system_prompt = getattr(env, "system_prompt", None)
     system_prompt_source = "env.system_prompt"
@@ -354,6 +381,7 @@ def introspect(env_id: str, env_args: dict[str, Any], n_samples: int, evaluated_
         "train_size": train_size,
         "eval_size": eval_size,
         "train_samples": samples,
+        "train_answer_chars": lengths,
         "evaluated_example_ids": sealed_ids,
         "warnings": warnings,
         "verifiers_version": vf_version,

@@ -44,6 +44,7 @@ def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, pytho
     module = vc.env_module_name(env_id)
     taskset = probe_taskset(module, env_args, python, timeout, evaluated_examples=evaluated_examples)
     samples, version = taskset.pop("train_samples"), taskset.pop("verifiers_version")
+    answer_lengths = taskset.pop("train_answer_chars", None)
     sealed_ids = taskset.pop("evaluated_example_ids", None)
     if has_classic_side(module, python):
         return API, vc.introspect_env(env_id, env_args, timeout=timeout, python=python,
@@ -65,6 +66,7 @@ def describe_env(env_id: str, env_args: dict[str, Any], *, timeout: float, pytho
         "train_size": taskset["train_rows"],
         "eval_size": taskset["eval_rows"],
         "train_samples": samples,
+        "train_answer_chars": answer_lengths,
         "evaluated_example_ids": sealed_ids,
         "warnings": warnings,
         "verifiers_version": version,

@@ -284,6 +284,7 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None, eva
         },
         # read by describe_env into hub_env.json's own fields (not kept in this section)
         "train_samples": [train_sample(tasks[i], answer_field) for i in picked],
+        "train_answer_chars": _answer_chars(tasks, answer_field, first_unsealed),
         "evaluated_example_ids": sealed_ids,
         "verifiers_version": _verifiers_version(),
     }
@@ -298,6 +299,15 @@ def train_sample(task, answer_field: str | None) -> dict[str, Any]:
     answer = own.pop(answer_field, "") if answer_field else ""
     return {"question": clip(users[-1] if users else ""), "answer": clip("" if answer is None else str(answer)),
             "info": {k: clip(v if isinstance(v, (bool, int, float)) or v is None else str(v)) for k, v in own.items()}}
+
+
+def _answer_chars(tasks: list, answer_field: str | None, first_unsealed: int) -> dict[str, int] | None:
+    """The classic probe's `train_answer_chars` over the unsealed TRAIN tasks' answers (None: no answer field)."""
+    from ._env_probe import answer_chars, answer_text, sampled_indices
+    if not answer_field:
+        return None
+    return answer_chars([answer_text(getattr(tasks[i].data, answer_field, None))
+                         for i in sampled_indices(first_unsealed, len(tasks))])
 
 
 def _verifiers_version() -> str | None:
