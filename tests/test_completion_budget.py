@@ -46,6 +46,7 @@ def test_budget_follows_the_longest_answer_and_states_its_rule():
 def test_a_model_that_reasons_or_unmeasured_answers_get_the_ceiling():
     assert thinks_before_answering("Qwen/Qwen3-0.6B") and thinks_before_answering("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B")
     assert not thinks_before_answering("HuggingFaceTB/SmolLM2-135M-Instruct") and not thinks_before_answering("build:arith")
+    assert not thinks_before_answering("build:si_reasoning_gym") and thinks_before_answering("Qwen/QwQ-32B")
     qwen = generated_budget(_hub(3), "Qwen/Qwen3-0.6B", context=None, cap=None)
     assert (qwen["train"], qwen["eval"]) == (1024, 2048) and "reasons before it answers" in qwen["rule"]
     unmeasured = generated_budget(_hub(None), "build:arith", context=256, cap=None)

@@ -216,17 +216,26 @@ def find_canonical(ctx: RunContext, arm: ArmDir, explicit: str | None, quiet: bo
         budget = generated_budget(hub, cfg.model, context, cfg.max_completion_tokens)
         generated = dialect.canonical_from_hub_env(*dialect.env_api.real_env(hub, "train"), cfg.model, context=context,
                                                    train_tokens=budget["train"])
+        # The budget goes to run.json before the copy is written: a kill in between regenerates both (the
+        # budget is deterministic), while a copy without its recorded budget (a re-run keeps an existing copy)
+        # would leave every arm's eval budget at the procedure's.
+        cfg = _record(rd, cfg, generated_budget=budget)
         dialect.write_toml(frozen, generated, note=f"Completion budget: {budget['rule']}.")
         _note(quiet, f"iter_0: no canonical config found (tried {len(tried)} path{'' if len(tried) == 1 else 's'}); generated {frozen} from hub_env.json")
         _note_line(quiet, f"iter_0: completion budget {budget['rule']}")
         origin = str(frozen)
-        if cfg.generated_budget != budget:
-            cfg = cfg.model_copy(update={"generated_budget": budget})
-            rd.write_run(cfg)
-    if cfg.canonical_config != origin:
-        cfg = cfg.model_copy(update={"canonical_config": origin})  # where iter_0's config came from (the copy is what runs)
+    if origin != str(frozen):  # a config found or given keeps its own budget
+        cfg = _record(rd, cfg, generated_budget=None)
+    # where iter_0's config came from (the copy is what runs)
+    return frozen, ctx.with_cfg(_record(rd, cfg, canonical_config=origin))
+
+
+def _record(rd: RunDir, cfg, **fields):
+    """`cfg` with `fields` set, written to run.json when that changes anything."""
+    if any(getattr(cfg, k) != v for k, v in fields.items()):
+        cfg = cfg.model_copy(update=fields)
         rd.write_run(cfg)
-    return frozen, ctx.with_cfg(cfg)
+    return cfg
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
