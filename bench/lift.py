@@ -3,6 +3,8 @@
     .venv/bin/python bench/lift.py [--seeds 3] [--steps 50] [--max-iters 3] [--budget 20m]
     .venv/bin/python bench/lift.py --report RUN_DIR [--oracle-seeds 3]   # a finished run (e.g. `make demo`'s)
     .venv/bin/python bench/lift.py --teacher examples/minimal_teacher.py:MinimalTeacher --out lift_minimal.txt
+    .venv/bin/python bench/lift.py --model build:selfimprove-arith --teacher examples/minimal_teacher.py:MinimalTeacher \
+        --oracle none --out lift_build_minimal.txt
 
 Runs `selfimprove run selfimprove-arith --seeds N` with a teacher (default: the scripted example teacher),
 every arm evaluated on the full eval split (1000 examples) so that every arm
@@ -46,7 +48,7 @@ TARGET = 0.05
 
 def run_loop(args) -> tuple[Path, list[str], float]:
     runs = Path(args.runs_dir or tempfile.mkdtemp(prefix="lift-"))
-    cmd = [sys.executable, "-m", "selfimprove", "run", "selfimprove-arith", "--model", "selfimprove/tiny-arith",
+    cmd = [sys.executable, "-m", "selfimprove", "run", "selfimprove-arith", "--model", args.model,
            "--batch-size", str(args.batch_size), "--steps-per-run", str(args.steps), "--eval-examples", "1000",
            "--budget", args.budget, "--max-iters", str(args.max_iters), "--seeds", str(args.seeds),
            "--runs-dir", str(runs), "--teacher", args.teacher, "--json"]
@@ -116,6 +118,9 @@ def train_oracle(rd, kinds_wanted: list[str], seeds: int, n_rows: int) -> tuple[
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3, help="training seeds per Phase 4 arm (compare --seeds)")
+    ap.add_argument("--model", default="selfimprove/tiny-arith",
+                    help="the student: the shipped tiny-arith (weaknesses planted by its warm-up) or build:selfimprove-arith "
+                         "(the generic recipe: supervised uniformly on TRAIN rows, stopped by its stated rule)")
     ap.add_argument("--budget", default="20m", help="Phase 3 budget")
     ap.add_argument("--steps", type=int, default=50, help="new training steps per run")
     ap.add_argument("--max-iters", type=int, default=3)

@@ -162,3 +162,22 @@ def test_model_id_resolves_a_cached_build(built, tmp_path, monkeypatch):
     # plain build:ENV is the default recipe; the suite never builds one (SELFIMPROVE_NO_STUDENT_BUILD)
     with pytest.raises(ConfigError, match="SELFIMPROVE_NO_STUDENT_BUILD"):
         resolve_model("build:si-build-toy")
+
+
+def test_a_tiny_groups_one_right_answer_is_not_learning():
+    """The stopping rule judged a group of 2 held-out rows at 1/2 (0.50 over a 0.01 prior) as learning and
+    stopped selfimprove-arith's build at step 400 with a held-out mean reward of 0.01. A group needs
+    min_group_rows rows and a Wilson lower bound above its prior."""
+    from types import SimpleNamespace
+
+    from selfimprove.rl.student_build_train import judge
+
+    recipe = Recipe("x")
+    grouping = SimpleNamespace(label=lambda text: text.split(":")[0])
+    rows = [{"prompt": [{"role": "user", "content": f"{g}: q{i}"}]} for g, k in (("tiny", 2), ("big", 10)) for i in range(k)]
+    priors = {"tiny": {"guess_prior": 0.01}, "big": {"guess_prior": 0.01}}
+    one_of_two = judge(recipe, rows, [1.0, 0.0] + [0.0] * 10, grouping, priors)
+    assert one_of_two["groups"]["tiny"]["pass@1"] == 0.5 and one_of_two["learning"] == [] and not one_of_two["stop"]
+    three_of_ten = judge(recipe, rows, [0.0, 0.0] + [1.0] * 3 + [0.0] * 7, grouping, priors)
+    assert three_of_ten["learning"] == ["big"] and three_of_ten["stop"]  # 0.30, Wilson lower 0.11 > 0.01
+    assert "some group of >= 8 rows" in recipe.rule_text()

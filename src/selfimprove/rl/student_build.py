@@ -21,7 +21,8 @@ PRACTICE_KINDS). This student is made from the env alone, with nothing chosen pe
 4. Stopping rule, stated before training (Recipe): every `check_every` steps the student
    answers a held-out slice of TRAIN greedily and each group (grouping.py, auto) gets its
    pass@1 minus its guessing prior (the commonest TRAIN answer's share in the group). Stop at
-   the first check where some group is learning (>= learning_margin above its prior) and some
+   the first check where some group is learning (>= learning_margin above its prior, on at least
+   min_group_rows rows, its Wilson lower bound above the prior) and some
    group is not solved (pass@1 < solved_from); else at max_steps. The memorisation share
    (held-out questions also present among the trained rows) is reported beside it.
 5. Cached by the recipe's hash (no library version in it, as tiny-arith's recipe()), at
@@ -53,7 +54,7 @@ from ..models import SEED_EVAL_EXAMPLES
 from .student_cache import cache_dir
 
 PREFIX = "build:"
-RECIPE_VERSION = 1  # bump when the recipe's code changes in a way its fields don't show
+RECIPE_VERSION = 2  # bump when the recipe's code changes in a way its fields don't show
 # Reply formats tried in order; the first the env's rubric gives the reference full reward is used.
 ANSWER_FORMATS = ("<answer>{a}</answer>", "\\boxed{{{a}}}", "{a}", "Answer: {a}", "#### {a}")
 PROBE_ROWS = 16  # train rows the answer format and the reward range are probed on
@@ -71,7 +72,9 @@ class Recipe:
     max_steps: int = 3000  # the cap (~0.35 CPU-s a step at batch 32 on one thread: ~18 CPU-min)
     check_every: int = 100  # steps between held-out checks (the stopping rule is judged there)
     holdout: int = 96  # TRAIN rows held out for the stopping rule (never trained on)
-    learning_margin: float = 0.2  # a group is learning at pass@1 >= its guessing prior + this
+    learning_margin: float = 0.2  # a group is learning at pass@1 >= its guessing prior + this, and
+    min_group_rows: int = 8  # ... has at least this many held-out rows, and its Wilson 95% lower bound is above
+    # its prior: one right answer in a group of 2 (0.50) is no evidence (selfimprove-arith stopped on it at step 400)
     solved_from: float = 0.9  # a group is solved at pass@1 >= this
     max_answer_chars: int = 64  # longer reference answers are refused (a character student writes each one)
     max_seq_tokens: int = 512  # longer rendered rows (prompt + reply) are refused
@@ -87,7 +90,8 @@ class Recipe:
 
     def rule_text(self) -> str:
         return (f"stop at the first check (every {self.check_every} steps, greedy on {self.holdout} held-out TRAIN "
-                f"rows) where some group's pass@1 is >= its guessing prior + {self.learning_margin} and some group's "
+                f"rows) where some group of >= {self.min_group_rows} rows has pass@1 >= its guessing prior + "
+                f"{self.learning_margin} with its Wilson 95% lower bound above that prior, and some group's "
                 f"pass@1 is < {self.solved_from}; else at step {self.max_steps}")
 
 

@@ -17,6 +17,7 @@ from transformers import Qwen3Config, Qwen3ForCausalLM
 
 from ..errors import BuildRefused
 from ..phases.analyze import prompt_text
+from ..stats import wilson_interval
 from .policy import completion_logprobs, generate, pack
 from .student import TINY_ARCH, build_tokenizer, render_prompt
 
@@ -74,10 +75,14 @@ def judge(recipe, rows: list[dict], rewards: list[float], grouping, priors: dict
         groups.setdefault(grouping.label(prompt_text(r["prompt"])), []).append(x)
     table = {}
     for g, xs in sorted(groups.items()):
-        acc = sum(x >= 0.5 for x in xs) / len(xs)
+        hits = sum(x >= 0.5 for x in xs)
+        acc = hits / len(xs)
         prior = priors.get(g, {}).get("guess_prior", 0.0)
+        # evidence, not a fluke: enough rows, and above the prior beyond the interval's reach
+        learning = (len(xs) >= recipe.min_group_rows and acc - prior >= recipe.learning_margin
+                    and wilson_interval(hits, len(xs))[0] > prior)
         table[g] = {"n": len(xs), "pass@1": round(acc, 4), "guess_prior": prior, "above_prior": round(acc - prior, 4),
-                    "learning": acc - prior >= recipe.learning_margin, "solved": acc >= recipe.solved_from}
+                    "learning": learning, "solved": acc >= recipe.solved_from}
     learning = [g for g, t in table.items() if t["learning"]]
     unsolved = [g for g, t in table.items() if not t["solved"]]
     return {"groups": table, "learning": learning, "unsolved": unsolved, "stop": bool(learning and unsolved),
