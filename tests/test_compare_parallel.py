@@ -40,15 +40,16 @@ def test_two_arms_train_at_once_and_record_what_one_at_a_time_records(run: RunDi
     finish_phase3(run)
     serial = RunDir(tmp_path / "serial")
     shutil.copytree(run.root, serial.root, symlinks=True)
-    # 4 steps: each arm's job lives >= 10 s, longer than packaging the next arm (a pip install) takes
-    monkeypatch.setenv("FAKE_RL_STEP_S", "2.5")
+    # 4 steps: each arm's job lives >= 20 s, longer than packaging the next arm (a pip install) takes; at 10 s
+    # a loaded host packaged run_c after run_a had ended, and no two arms overlapped
+    monkeypatch.setenv("FAKE_RL_STEP_S", "5")
     keys = ["run_a", "run_b", "run_c"]
 
     par = compare(run, quiet=True, parallel=2)
     assert par["errors"] == {} and par["parallel"] == 2 and list(par["arms"]) == keys
     s = spans(run, keys)
     # Two arms train at once at some point (which two depends on how long packaging the next arm takes: a pip
-    # install, slower on a loaded host than run_a's 10 s job), never three.
+    # install, slower on a loaded host), never three.
     pairs = [("run_a", "run_b"), ("run_a", "run_c"), ("run_b", "run_c")]
     assert any(overlaps(s[x], s[y]) for x, y in pairs), s
     assert not overlaps(s["run_a"], s["run_c"]) or not overlaps(s["run_b"], s["run_c"]), s  # never 3 at once

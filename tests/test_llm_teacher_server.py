@@ -34,6 +34,9 @@ from selfimprove.teacher import MAX_TEACHER_ATTEMPTS
 pytestmark = pytest.mark.slow
 
 REPLY_TOKENS = 32  # per request: keeps each reply (and the test) short, and exercises the reply cap
+# The flag's floor, not the default 60,000: the character-level student prefills every request's whole prompt
+# (one token per character), whose cost grows with its square; at 60,000 this test took 11 min of the suite.
+INPUT_CHARS = 50_000
 
 
 def _free_port() -> int:
@@ -83,7 +86,8 @@ def _run(run: RunDir, url: str, model: str, *extra: str) -> subprocess.Completed
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "SELFIMPROVE_TEACHER_"))}
     return subprocess.run([sys.executable, "-m", "selfimprove", "run", "--run-dir", str(run.root),
                            "--teacher", f"llm:{model}", "--teacher-base-url", url,
-                           "--teacher-max-reply-tokens", str(REPLY_TOKENS), *extra],
+                           "--teacher-max-reply-tokens", str(REPLY_TOKENS), "--teacher-input-chars", str(INPUT_CHARS),
+                           *extra],
                           capture_output=True, text=True, timeout=1200, env=env)
 
 
