@@ -79,10 +79,10 @@ def new_run(cli: Cli, runs_dir: Path):
 # from starting last and stretching the wall time. Without --no-loadscope-reorder, xdist 3.x orders
 # files by their number of tests instead, and a long one-test file (the two-seed run, the own-env
 # tutorial) starts last. Scheduling only: any order passes.
-LONGEST_FIRST = ["test_slurm.py", "test_llm_teacher.py", "test_iterate.py", "test_own_env_tutorial.py", "test_faults.py",
-                 "test_run.py", "test_run_v1.py", "test_compare.py", "test_llm_teacher_server.py",
-                 "test_reasoning_gym_run.py", "test_rl_engine.py", "test_compare_seeds_run.py", "test_run_v1_only.py",
-                 "test_compare_parallel.py", "test_skill_rehearsal.py", "test_report_drill.py", "test_v1_only_env.py",
+LONGEST_FIRST = ["test_slurm.py", "test_run.py", "test_iterate.py", "test_llm_teacher_server.py", "test_run_v1.py",
+                 "test_faults.py", "test_own_env_tutorial.py", "test_compare_seeds_run.py", "test_run_v1_only.py",
+                 "test_skill_rehearsal.py", "test_reasoning_gym_run.py", "test_compare.py", "test_llm_teacher.py",
+                 "test_compare_parallel.py", "test_rl_engine.py", "test_report_drill.py", "test_v1_only_env.py",
                  "test_verifiers_v1.py", "test_env_python.py", "test_report_page.py", "test_row_fits_student.py",
                  "test_student_build.py", "test_baseline.py", "test_introspect.py", "test_decontam.py",
                  "test_prime_rl_preflight.py", "test_arith_v1.py", "test_no_eval_split.py"]
