@@ -266,8 +266,7 @@ def _train(ctx: RunContext, arm: ArmDir, *, restart: bool, resume: bool, config:
     canonical = dialect.read_toml(canonical_path)
     overlay = dialect.eval_overlay(max_steps=steps, eval_env_id=eval_id, eval_env_args=eval_args, num_examples=n_eval,
                                    max_completion_tokens=eval_completion_tokens(ctx.cfg))
-    asked = get_path(canonical, "orchestrator.train.sampling.max_completion_tokens",
-                     get_path(canonical, "orchestrator.train.sampling.max_tokens"))
+    asked = dialect.canonical_knobs(canonical).get("train_max_tokens")
     if (train_cap := capped_train_tokens(ctx.cfg, asked)) != asked:  # --max-completion-tokens over the canonical's
         overlay = dialect.deep_merge(overlay, {"orchestrator": {"train": {"sampling": {"max_completion_tokens": train_cap}}}})
     # No eval split: the n_eval train rows that are scored are held out of training (or the run says it is in-sample).

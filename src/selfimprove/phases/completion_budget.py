@@ -16,6 +16,7 @@ from typing import Any
 
 from ..models import HubEnv, RunConfig
 from ..stack.prime_rl import EVAL_MAX_TOKENS, SEED_SEQ_LEN, SEED_TRAIN_MAX_TOKENS
+from .introspect import is_qwen3
 
 # Room beside the answer itself: the env's answer format (e.g. "<answer>...</answer>", 17 characters),
 # a line break or two, and the end token.
@@ -24,15 +25,15 @@ ROUND_TO = 16
 # The procedure's iter_0 eval budget over its train budget (2048 / 1024): eval never truncates
 # what training allowed, with room to spare.
 EVAL_OVER_TRAIN = 2
-# Models that write a chain of thought before the answer (Qwen3 thinks unless told not to; QwQ; R1-style
-# distills; "thinking" checkpoints): their completions are not bounded by the answers.
-_THINKS = re.compile(r"qwen-?3|qwq|(?:^|[-_/])r1(?:$|[-_])|thinking", re.I)
+# Models that write a chain of thought before the answer (Qwen3 thinks unless told not to: introspect's
+# is_qwen3; QwQ; R1-style distills; "thinking" checkpoints): their completions are not bounded by the answers.
+_THINKS = re.compile(r"qwq|(?:^|[-_/])r1(?:$|[-_])|thinking", re.I)
 # The built-in CPU students answer directly, whatever their env is called (build:si_reasoning_gym).
 _BUILT_IN = ("selfimprove/", "build:")
 
 
 def thinks_before_answering(model: str) -> bool:
-    return not model.startswith(_BUILT_IN) and bool(_THINKS.search(model))
+    return not model.startswith(_BUILT_IN) and (is_qwen3(model) or bool(_THINKS.search(model)))
 
 
 def generated_budget(hub: HubEnv, model: str, context: int | None, cap: int | None) -> dict[str, Any]:

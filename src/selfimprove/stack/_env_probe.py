@@ -326,9 +326,7 @@ def introspect(env_id: str, env_args: dict[str, Any], n_samples: int, evaluated_
         first_unsealed = len(sealed_ids)
     samples = []
     if train_size and train_size > first_unsealed:
-        pool = range(first_unsealed, train_size)
-        idx = sorted(random.Random(0).sample(pool, min(n_samples, len(pool))))
-        samples = [train_sample(train[i]) for i in idx]
+        samples = [train_sample(train[i]) for i in sampled_indices(first_unsealed, train_size, n_samples)]
     lengths = None
     if train_size and "answer" in train.column_names:
         picked = sampled_indices(first_unsealed, train_size)

@@ -27,7 +27,6 @@ import asyncio
 import importlib
 import importlib.util
 import inspect
-import random
 import sys
 from typing import Any
 
@@ -257,8 +256,8 @@ def describe_taskset(module_name: str, config: dict[str, Any] | None = None, eva
                 f"{reply!r} ({first_line(cause)}); make it return 0.0 for a reply it cannot read"
             ) from None
         probes[reply] = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
-    pool = range(first_unsealed, len(tasks))
-    picked = sorted(random.Random(0).sample(pool, min(N_TRAIN_SAMPLES, len(pool))))
+    from ._env_probe import sampled_indices
+    picked = sampled_indices(first_unsealed, len(tasks), N_TRAIN_SAMPLES)
     return {
         "api": API,
         "taskset_id": module_name,
