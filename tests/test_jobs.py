@@ -188,6 +188,21 @@ def test_zombie_and_recycled_pid_are_not_alive(tmp_path: Path) -> None:
         live.wait()
 
 
+def test_a_job_checked_the_moment_it_was_launched_is_ours() -> None:
+    """Popen returns before the kernel has placed the child's new environment, so /proc/<pid>/environ can
+    read empty for a moment (5 in 2,000 launches here): identify must not call that job foreign."""
+    for _ in range(3000):
+        tok = procs.new_token()
+        child = subprocess.Popen(["sleep", "5"], start_new_session=True, env=procs.token_env(tok))
+        try:
+            # the token check first, at once: that is where the empty read happens (~1% of launches)
+            assert procs._has_token(child.pid, tok)
+            assert procs.alive(child.pid, child.pid, procs.start_time(child.pid), tok)
+        finally:
+            child.kill()
+            child.wait()
+
+
 def _write_hub(run: Path, n_eval: int) -> None:
     RunDir(run).write_hub_env(HubEnv(
         env_id="selfimprove-arith", module="selfimprove_arith", source="local", env_class="SingleTurnEnv",

@@ -87,11 +87,19 @@ def token_env(token: str) -> dict[str, str]:
 
 
 def _has_token(pid: int, token: str) -> bool:
-    """True iff /proc/<pid>/environ holds TOKEN_ENV=token (unreadable: another user's process, never ours)."""
-    try:
-        env = (_PROC / str(pid) / "environ").read_bytes()
-    except OSError:
-        return False
+    """True iff /proc/<pid>/environ holds TOKEN_ENV=token (unreadable: another user's process, never ours).
+
+    An empty environ is read again for up to a second: Popen returns once the child's execve has closed its
+    close-on-exec pipe, which is before the kernel records where the new environment lies, so a check made
+    at once can read nothing (measured: 5 in 2,000 launches on 2 cores)."""
+    for _ in range(20):
+        try:
+            env = (_PROC / str(pid) / "environ").read_bytes()
+        except OSError:
+            return False
+        if env:
+            break
+        time.sleep(0.05)
     return f"{TOKEN_ENV}={token}".encode() in env.split(b"\0")
 
 
