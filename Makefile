@@ -51,12 +51,16 @@ define CHECK_PYTHON
 	@if [ -z '$(TORCH_PIP)' ]; then echo "make setup: no CPU build of torch 2.13.0 is known for $(UNAME_S) $(UNAME_M); install torch 2.13.0 into $(VENV) by hand, then make setup again"; exit 1; fi
 endef
 
+# --compile-bytecode: uv, unlike pip, installs no .pyc files, and Python cannot write them where
+# PYTHONDONTWRITEBYTECODE is set (as on the project's machines): then every process the tool starts (an
+# engine job, a gate, the generator) compiles torch, transformers and verifiers again, ~16 CPU-s each
+# (measured: the test suite's small whole loop took 286 s without them, 152 s with them).
 $(VENV)/.installed: pyproject.toml uv.lock
 	$(CHECK_PYTHON)
 	$(PYTHON) -m venv $(VENV)
 ifneq ($(LOCK_WHEEL),)
 	$(BIN)/python -m pip install -q "uv>=0.9,<0.14"
-	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --locked $(addprefix --extra ,$(EXTRAS))
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(BIN)/uv sync --locked --compile-bytecode $(addprefix --extra ,$(EXTRAS))
 else
 	@echo "make setup: uv.lock is for CPython 3.11 on Linux x86_64 with /opt/wheels' torch, not this Python $(PY_VER) on $(UNAME_S) $(UNAME_M); installing the version ranges of pyproject.toml instead, torch's CPU build from $(TORCH_FROM) (figures may differ from the README's in the last digits)"
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -97,7 +101,12 @@ demo-record: setup
 TEST_WORKERS ?= 2
 PYTEST = OMP_WAIT_POLICY=PASSIVE $(BIN)/python -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder)
 
+# compileall first: the project's own sources change with every commit, so setup cannot compile them, and where
+# PYTHONDONTWRITEBYTECODE is set each of the suite's hundreds of Python processes would compile them again.
+COMPILE_SOURCES = $(BIN)/python -m compileall -q -j 0 src tests envs examples >/dev/null
+
 test: setup test-deps
+	$(COMPILE_SOURCES)
 	$(PYTEST) --durations=30
 
 # What the tests need from Debian, installed when missing and we are root with apt-get (CI runs
@@ -115,6 +124,7 @@ test-deps:
 	else echo "test-deps: $(strip $(TEST_DEBS)) missing and not root with apt-get: the tests that need them will skip"; fi
 
 test-quick: setup
+	$(COMPILE_SOURCES)
 	$(PYTEST) -m "not slow"
 
 # The kill -9 fault suite alone (docs/how-to/resume.md); `make test` runs it too.

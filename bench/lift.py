@@ -48,8 +48,10 @@ TARGET = 0.05
 
 def run_loop(args) -> tuple[Path, list[str], float]:
     runs = Path(args.runs_dir or tempfile.mkdtemp(prefix="lift-"))
-    cmd = [sys.executable, "-m", "selfimprove", "run", "selfimprove-arith", "--model", args.model,
-           "--batch-size", str(args.batch_size), "--steps-per-run", str(args.steps), "--eval-examples", "1000",
+    env_flags = [f for flag, value in (("--env-args", args.env_args), ("--env-path", args.env_path),
+                                       ("--group-by", args.group_by)) if value for f in (flag, value)]
+    cmd = [sys.executable, "-m", "selfimprove", "run", args.env, *env_flags, "--model", args.model,
+           "--batch-size", str(args.batch_size), "--steps-per-run", str(args.steps), "--eval-examples", str(args.eval_examples),
            "--budget", args.budget, "--max-iters", str(args.max_iters), "--seeds", str(args.seeds),
            "--runs-dir", str(runs), "--teacher", args.teacher, "--json"]
     started = time.time()
@@ -133,6 +135,12 @@ def main() -> None:
     ap.add_argument("--teacher", default=f"{REPO / 'examples' / 'arith_teacher.py'}:ArithTeacher",
                     help="the --teacher of `selfimprove run` (e.g. examples/minimal_teacher.py:MinimalTeacher)")
     ap.add_argument("--out", default="lift.txt", help="file name under bench/out/")
+    ap.add_argument("--env", default="selfimprove-arith", help="the env (another env: per-kind and oracle lines are "
+                    "the embedded env's only, so they are left out)")
+    ap.add_argument("--env-args", default=None, help="JSON for the env's load_environment (bootstrap --env-args)")
+    ap.add_argument("--env-path", default=None, help="a local env project (bootstrap --env-path)")
+    ap.add_argument("--group-by", default=None, help="bootstrap --group-by")
+    ap.add_argument("--eval-examples", type=int, default=1000, help="eval examples per arm (1000: the embedded env's split)")
     args = ap.parse_args()
 
     from selfimprove.phases.finalize import build_table
@@ -153,7 +161,7 @@ def main() -> None:
 
     lines = [f"bench/lift.py  {time.strftime('%Y-%m-%d %H:%M:%S')}  wall {wall / 60:.1f} min",
              f"command: {' '.join(cmd[2:])}", f"run dir: {rd.root}",
-             f"eval: full split of selfimprove-arith, greedy; seeds per arm: {cfg.seeds}", "",
+             f"eval: {cfg.eval_examples} eval examples of {cfg.dataset}, greedy; seeds per arm: {cfg.seeds}", "",
              f"{'arm':<26}{'rows':>10}{'eval_acc':>16}  {'95% interval':<18}{'seeds':>10}{'n':>6}"]
     if table.get("verdict"):  # the product's verdict first, as finalize prints it
         lines[-1:-1] = verdict_lines(table) + [""]
@@ -181,6 +189,12 @@ def main() -> None:
     lines += ["", target("run_a", "run_c", "Run A beats Run C"),
               target(table["best"], "iter_0", "the best iteration beats iter_0") if table.get("best") else "no best iteration"]
 
+    if cfg.dataset != "selfimprove-arith":  # the per-kind lines and the oracle read the embedded env's kinds
+        lines += ["", "time per phase (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()),
+                  f"status {cfg.status} ({cfg.reason})"]
+        print("\n".join(lines))
+        save(args.out, "\n".join(lines))
+        return
     # bench-only diagnostics: eval accuracy per kind, mean over each arm's seeds
     kinds = eval_kinds()
     from selfimprove.phases.compare import seed_members

@@ -68,7 +68,7 @@ def refuse_other_envs(hub_env):
         module = importlib.import_module(env_module_name(env_id))
     except Exception:  # noqa: BLE001  (not importable here, or broken: either way not an env this teacher serves)
         module = None
-    if module is None or not isinstance(getattr(module, "TASKS", None), (tuple, list)) or not callable(getattr(module, "make_row", None)):
+    if module is None or not isinstance(getattr(module, "TASKS", None), (tuple, list, dict)) or not callable(getattr(module, "make_row", None)):
         from selfimprove.errors import TeacherError
         raise TeacherError(f"examples/codegen_teacher.py serves envs whose module exposes TASKS and make_row(task, rng) "
                            f"(as `selfimprove new-env` writes) only; env '{env_id}' has no such module here: use "

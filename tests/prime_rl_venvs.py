@@ -124,7 +124,7 @@ def _build(dialect: str, top: Path) -> None:
     try:
         subprocess.run([py, "-m", "venv", str(venv)], check=True, capture_output=True, text=True)
         # uv (the project's own, in .venv; --no-config: not this repo's exclude-newer) downloads in parallel
-        pip = ([uv, "pip", "install", "-q", "--no-config", "--python", str(venv / "bin" / "python")] if uv else
+        pip = ([uv, "pip", "install", "-q", "--no-config", "--compile-bytecode", "--python", str(venv / "bin" / "python")] if uv else
                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"])
         subprocess.run([*pip, "-r", str(UPSTREAM / PINS), *extra], check=True, capture_output=True, text=True,
                        timeout=BUILD_TIMEOUT_S)

@@ -90,3 +90,19 @@ def test_the_codegen_teacher_refuses_an_env_without_a_generator(tmp_path: Path, 
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(TeacherError, match="plain-env' has no such module"):
         _codegen_teacher().refuse_other_envs({"env_id": "plain-env"})
+
+
+def test_the_codegen_teacher_serves_reasoning_gym_through_its_make_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """envs/si_reasoning_gym exposes its tasks (a dict of reasoning-gym configs) and make_row: the codegen
+    teacher serves it, and its rows are fresh reasoning-gym instances in the env's own frame, which
+    reasoning-gym's scorer gives full marks with their own answer."""
+    import random
+
+    monkeypatch.syspath_prepend(str(REPO / "envs" / "si_reasoning_gym"))
+    module = _codegen_teacher().refuse_other_envs({"env_id": "si-reasoning-gym"})
+    rows = [module.make_row(task, random.Random(3)) for task in module.TASKS]
+    assert [r["info"]["task"] for r in rows] == list(module.TASKS)
+    for row in rows:
+        assert len(row["question"]) <= module.MAX_QUESTION_CHARS
+        assert module.score(row["info"]["task"], row["info"]["entry"], row["answer"]) == 1.0
+    assert rows == [module.make_row(task, random.Random(3)) for task in module.TASKS]  # seeded by the rng

@@ -25,12 +25,13 @@ decontamination gate rightly reads as overlap.
 
 from __future__ import annotations
 
+import functools
 import json
 
 import verifiers as vf
 from datasets import Dataset
 
-__all__ = ["load_environment", "make_rows", "frame", "score", "TASKS", "SYSTEM_PROMPT"]
+__all__ = ["load_environment", "make_rows", "make_row", "frame", "score", "TASKS", "SYSTEM_PROMPT"]
 
 # reasoning-gym dataset name -> its config (sizes that fit a 256-position student)
 TASKS: dict[str, dict] = {
@@ -80,6 +81,29 @@ def make_rows(n: int, seed: int = 0, tasks: dict[str, dict] | None = None) -> li
         per_task[task] = rows
     out = [row for group in zip(*per_task.values()) for row in group]
     return out[:n]
+
+
+_GENERATOR_SIZE = 2**30
+
+
+@functools.cache
+def _generator(task: str):
+    """reasoning-gym's dataset of `task`: it makes entry i on demand from its seed and i, so a huge size is
+    free and one draw is an index (a dataset per draw cost ~40 ms in word-list loading)."""
+    import reasoning_gym
+
+    return reasoning_gym.create_dataset(task, size=_GENERATOR_SIZE, seed=7_777_777, **TASKS[task])
+
+
+def make_row(task: str, rng) -> dict:
+    """One fresh row of `task` from reasoning-gym's generator, seeded from `rng` (a random.Random): the
+    generator a teacher may call (examples/codegen_teacher.py). Same frame and filters as make_rows."""
+    for _ in range(100):
+        entry = json.loads(json.dumps(_generator(task)[rng.randrange(_GENERATOR_SIZE)]))
+        q = frame(task, entry)
+        if (q + entry["answer"]).isascii() and len(q) <= MAX_QUESTION_CHARS:
+            return {"question": q, "answer": str(entry["answer"]), "info": {"task": task, "entry": json.dumps(entry)}}
+    raise ValueError(f"{task}: no instance within {MAX_QUESTION_CHARS} ASCII characters in 100 draws")
 
 
 def score(task: str, entry: dict | str, answer: str | None) -> float:
