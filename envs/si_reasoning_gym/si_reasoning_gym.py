@@ -16,6 +16,9 @@ the task name and the reasoning-gym entry (JSON). The reward calls
 
 There is NO eval split: verifiers then evaluates on the first train rows.
 
+`make_row(task, rng)` draws one fresh row from reasoning-gym's generator (TASKS names the tasks), so
+a teacher that makes rows by code (examples/codegen_teacher.py) serves this env.
+
 Questions use a short frame of their own instead of reasoning-gym's preambles:
 the built-in student has 256 positions, and a fixed preamble of eight words or
 more makes every fresh instance share most of its word 8-grams with any
