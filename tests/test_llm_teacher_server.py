@@ -1,9 +1,10 @@
 """The built-in LLM teacher against a real OpenAI-compatible server on this machine:
-`transformers serve` (the transformers[serving] extra, in the dev extra) on the built-in student
-selfimprove/tiny-arith, loaded from its shipped files with the hub offline.
+`transformers serve` (the transformers[serving] extra, in the dev extra) on a tiny Qwen3 made here
+with the hub offline: random weights (seeded) and a byte-level BPE tokenizer fitted to the skill's
+own text, so a 50,000-character request is ~15k tokens to prefill. (The built-in student's character
+tokenizer made it 50k tokens, whose attention cost grows with the square: 6.5 min of the suite.)
 
-The student is a 1M-parameter arithmetic model: its replies are digits and tags, never the
-files the tool needs. That is the point: the whole failure path runs over real HTTP, with the
+Its replies are random tokens, never the files the tool needs. That is the point: the whole failure path runs over real HTTP, with the
 SDK's real request and response objects, real token counts and a real reply cap (finish_reason
 "length"): every reply is unusable, the teacher says so and asks again, and after the cap the
 run ends in one line with exit 1; re-running the same command resumes at that iteration (here
@@ -34,9 +35,41 @@ from selfimprove.teacher import MAX_TEACHER_ATTEMPTS
 pytestmark = pytest.mark.slow
 
 REPLY_TOKENS = 32  # per request: keeps each reply (and the test) short, and exercises the reply cap
-# The flag's floor, not the default 60,000: the character-level student prefills every request's whole prompt
-# (one token per character), whose cost grows with its square; at 60,000 this test took 11 min of the suite.
-INPUT_CHARS = 50_000
+INPUT_CHARS = 50_000  # the flag's floor, not the default 60,000: the server prefills every request whole
+
+
+def _served_model(out: Path) -> Path:
+    """A Qwen3 small enough to prefill ~15k tokens in seconds: 2 layers of width 64, random weights (seed 0),
+    a byte-level BPE (every character encodes) fitted to SKILL.md and its reference, the text of every
+    opening request, with the built-in student's chat template and special tokens."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
+
+    from selfimprove.skill import SKILL_FILES, packaged_text
+    from selfimprove_arith.student import resolve
+
+    out.mkdir(parents=True)
+    specials = ["<|pad|>", "<|im_start|>", "<|im_end|>"]
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator([packaged_text(name) for name in SKILL_FILES], trainers.BpeTrainer(
+        vocab_size=4096, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.save(str(out / "tokenizer.json"))
+    student = Path(resolve(log=lambda *_: None))
+    shutil.copy(student / "chat_template.jinja", out / "chat_template.jinja")
+    (out / "tokenizer_config.json").write_text(json.dumps({
+        "backend": "tokenizers", "eos_token": "<|im_end|>", "pad_token": "<|pad|>", "model_max_length": 65536,
+        "padding_side": "left", "tokenizer_class": "TokenizersBackend"}))
+    pad, eos = tok.token_to_id("<|pad|>"), tok.token_to_id("<|im_end|>")
+    config = Qwen3Config(vocab_size=tok.get_vocab_size(), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=2, head_dim=32, max_position_embeddings=65536,
+                         tie_word_embeddings=True, pad_token_id=pad, eos_token_id=eos, bos_token_id=None)
+    torch.manual_seed(0)
+    Qwen3ForCausalLM(config).save_pretrained(out)
+    GenerationConfig(eos_token_id=eos, pad_token_id=pad).save_pretrained(out)
+    return out
 
 
 def _free_port() -> int:
@@ -47,11 +80,8 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 def local_server(tmp_path_factory: pytest.TempPathFactory):
-    """(base URL, model name) of `transformers serve` on a copy of the shipped tiny-arith student."""
-    from selfimprove_arith.student import resolve
-
-    model = tmp_path_factory.mktemp("served") / "tiny-arith"
-    shutil.copytree(resolve(log=lambda *_: None), model)
+    """(base URL, model name) of `transformers serve` on the tiny BPE model of `_served_model`."""
+    model = _served_model(tmp_path_factory.mktemp("served") / "tiny-bpe")
     cli = Path(sys.executable).with_name("transformers")
     assert cli.is_file(), f"{cli}: missing; the dev extra installs transformers[serving]"
     port = _free_port()
