@@ -190,7 +190,7 @@ def test_zombie_and_recycled_pid_are_not_alive(tmp_path: Path) -> None:
 
 def test_a_job_checked_the_moment_it_was_launched_is_ours() -> None:
     """Popen returns before the kernel has placed the child's new environment, so /proc/<pid>/environ can
-    read empty for a moment (5 in 2,000 launches here): identify must not call that job foreign."""
+    read empty for a moment (~1 launch in 100 here): identify must not call that job foreign."""
     for _ in range(3000):
         tok = procs.new_token()
         child = subprocess.Popen(["sleep", "5"], start_new_session=True, env=procs.token_env(tok))
