@@ -5,10 +5,10 @@ own text, so a 50,000-character request is ~15k tokens to prefill. (The built-in
 tokenizer made it 50k tokens, whose attention cost grows with the square: 6.5 min of the suite.)
 
 Its replies are random tokens, never the files the tool needs. That is the point: the whole
-failure path runs over real HTTP, with the SDK's real request and response objects, real token counts and a real reply cap (finish_reason
-"length"): every reply is unusable, the teacher says so and asks again, and after the cap the
-run ends in one line with exit 1; re-running the same command resumes at that iteration (here
-it meets the token cap at once: one line again). What a good reply does (files written, the
+failure path runs over real HTTP, with the SDK's real request and response objects, real token
+counts and a real reply cap (finish_reason "length"): every reply is unusable, the teacher says
+so and asks again, and after the cap the run ends in one line with exit 1; re-running the same
+command resumes at that iteration (here it meets the token cap at once: one line again). What a good reply does (files written, the
 gates, gate feedback, finalize) is proven against the replay server in test_llm_teacher.py;
 what a capable model writes, only a hosted or large local model can show.
 """
