@@ -146,8 +146,7 @@ def main() -> None:
     from selfimprove.phases.finalize import build_table
     from selfimprove.report.table import seeds_text, verdict_lines
     from selfimprove.phases.context import RunContext
-    from selfimprove.rundir import ArmDir, RunDir
-    from selfimprove.stats import compare_over_seeds
+    from selfimprove.rundir import RunDir
 
     if args.report:
         rd = RunDir(args.report).require()
@@ -189,15 +188,25 @@ def main() -> None:
     lines += ["", target("run_a", "run_c", "Run A beats Run C"),
               target(table["best"], "iter_0", "the best iteration beats iter_0") if table.get("best") else "no best iteration"]
 
-    if cfg.dataset != "selfimprove-arith":  # the per-kind lines and the oracle read the embedded env's kinds
-        lines += ["", "time per phase (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()),
-                  f"status {cfg.status} ({cfg.reason})"]
-        print("\n".join(lines))
-        save(args.out, "\n".join(lines))
-        return
-    # bench-only diagnostics: eval accuracy per kind, mean over each arm's seeds
-    kinds = eval_kinds()
+    if cfg.dataset == "selfimprove-arith":  # the per-kind lines and the oracle read the embedded env's kinds
+        lines += arith_diagnostics(args, rd, cfg, table)
+    lines.append("")
+    lines.append("time per phase (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
+    lines.append(f"status {cfg.status} ({cfg.reason})")
+    text = "\n".join(lines)
+    print(text)
+    save(args.out, text)
+
+
+def arith_diagnostics(args, rd, cfg, table) -> list[str]:
+    """Bench-only lines of the embedded env: eval accuracy per kind (mean over each arm's seeds) and the
+    oracle arm."""
     from selfimprove.phases.compare import seed_members
+    from selfimprove.rundir import ArmDir, RunDir
+    from selfimprove.stats import compare_over_seeds
+
+    lines: list[str] = []
+    kinds = eval_kinds()
 
     metrics = rd.read_metrics()
     arm_kinds: dict[str, dict[str, float]] = {"iter_0": per_kind(rd, rd.arm("iter_0"), kinds)}
@@ -232,12 +241,7 @@ def main() -> None:
               f"{len(kinds) // len(all_kinds)}):", f"{'arm':<22}" + "".join(f"{k:>11}" for k in all_kinds)]
     for arm, acc in arm_kinds.items():
         lines.append(f"{arm:<22}" + "".join(f"{acc.get(k, float('nan')):>11.2f}" for k in all_kinds))
-    lines.append("")
-    lines.append("time per phase (s): " + ", ".join(f"{k} {v:.0f}" for k, v in timings.items()))
-    lines.append(f"status {cfg.status} ({cfg.reason})")
-    text = "\n".join(lines)
-    print(text)
-    save(args.out, text)
+    return lines
 
 
 if __name__ == "__main__":

@@ -59,6 +59,16 @@ def frame(task: str, entry: dict) -> str:
     raise ValueError(f"unknown task {task!r}")
 
 
+def _row(task: str, entry: dict) -> dict | None:
+    """The env's row for one reasoning-gym entry, or None if it is not ASCII or its question is over
+    MAX_QUESTION_CHARS."""
+    entry = json.loads(json.dumps(entry))  # tuples -> lists: what the reward will see
+    q = frame(task, entry)
+    if not (q + entry["answer"]).isascii() or len(q) > MAX_QUESTION_CHARS:
+        return None
+    return {"question": q, "answer": str(entry["answer"]), "info": {"task": task, "entry": json.dumps(entry)}}
+
+
 def make_rows(n: int, seed: int = 0, tasks: dict[str, dict] | None = None) -> list[dict]:
     """n rows, tasks in turn, from reasoning-gym's generators seeded with `seed` (per task: seed + k).
 
@@ -73,12 +83,9 @@ def make_rows(n: int, seed: int = 0, tasks: dict[str, dict] | None = None) -> li
         data = reasoning_gym.create_dataset(task, size=3 * want + 10, seed=seed + k, **config)
         rows = []
         for entry in data:
-            entry = json.loads(json.dumps(entry))  # tuples -> lists: what the reward will see
-            q = frame(task, entry)
-            if not (q + entry["answer"]).isascii() or len(q) > MAX_QUESTION_CHARS:
-                continue
-            rows.append({"question": q, "answer": str(entry["answer"]),
-                         "info": {"task": task, "entry": json.dumps(entry)}})
+            row = _row(task, entry)
+            if row is not None:
+                rows.append(row)
             if len(rows) == want:
                 break
         per_task[task] = rows
@@ -102,10 +109,9 @@ def make_row(task: str, rng) -> dict:
     """One fresh row of `task` from reasoning-gym's generator, seeded from `rng` (a random.Random): the
     generator a teacher may call (examples/codegen_teacher.py). Same frame and filters as make_rows."""
     for _ in range(100):
-        entry = json.loads(json.dumps(_generator(task)[rng.randrange(_GENERATOR_SIZE)]))
-        q = frame(task, entry)
-        if (q + entry["answer"]).isascii() and len(q) <= MAX_QUESTION_CHARS:
-            return {"question": q, "answer": str(entry["answer"]), "info": {"task": task, "entry": json.dumps(entry)}}
+        row = _row(task, _generator(task)[rng.randrange(_GENERATOR_SIZE)])
+        if row is not None:
+            return row
     raise ValueError(f"{task}: no instance within {MAX_QUESTION_CHARS} ASCII characters in 100 draws")
 
 
