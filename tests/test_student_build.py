@@ -110,6 +110,7 @@ def test_recipe_hash_ignores_library_versions():
     ("no_answer", "have no reference answer"),
     ("long", "answers too long"),
     ("reward5", "not 0/1 or partial credit"),
+    ("index", r"row 0's answer column is '0'.*scored 0: .*an index or an id"),
 ])
 def test_refusals(mode, reason):
     """An env the recipe cannot serve is refused with its reason, before any training."""

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
-from transformers.cache_utils import DynamicCache
+from transformers.cache_utils import Cache, DynamicCache, DynamicLayer
 
 
 def common_prefix_len(seqs: list[list[int]]) -> int:
@@ -49,6 +49,51 @@ def _prefix_cache(model, prefix: list[int], batch: int) -> DynamicCache | None:
         layer.keys = layer.keys.expand(batch, -1, -1, -1)
         layer.values = layer.values.expand(batch, -1, -1, -1)
     return cache
+
+
+class _PreallocatedLayer(DynamicLayer):
+    """A sampling cache layer written in place into a buffer sized for the whole generation.
+
+    DynamicLayer concatenates on every token, copying the whole cache each time: with 256 rows of ~150
+    positions that copy was 42% of sampling time (measured on a reasoning-gym student, torch profiler).
+    Here each token's keys/values are written into their slot and attention reads a view of the filled
+    part: the same tensors, so the same sampled tokens (tested against concatenation).
+    """
+
+    def __init__(self, capacity: int, keys: torch.Tensor | None = None, values: torch.Tensor | None = None):
+        super().__init__()
+        self.capacity, self.filled = capacity, 0
+        if keys is not None:
+            self._allocate(keys, values)
+            self._write(keys, values)
+
+    def _allocate(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        b, h, _, d = keys.shape
+        self._k = keys.new_empty((b, h, self.capacity, d))
+        self._v = values.new_empty((b, values.shape[1], self.capacity, values.shape[-1]))
+        self.device, self.is_initialized = keys.device, True
+
+    def _write(self, keys: torch.Tensor, values: torch.Tensor) -> None:
+        n = keys.shape[-2]
+        self._k[:, :, self.filled : self.filled + n] = keys
+        self._v[:, :, self.filled : self.filled + n] = values
+        self.filled += n
+        self.keys, self.values = self._k[:, :, : self.filled], self._v[:, :, : self.filled]
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self._allocate(key_states, value_states)
+        self._write(key_states, value_states)
+        return self.keys, self.values
+
+
+def _sampling_cache(model, prefix: list[int], batch: int, capacity: int) -> Cache:
+    """The shared prefix's cache (as `_prefix_cache`) in preallocated layers with room for `capacity` positions."""
+    shared = _prefix_cache(model, prefix, batch)
+    n_layers = model.config.num_hidden_layers
+    if shared is None:
+        return Cache(layers=[_PreallocatedLayer(capacity) for _ in range(n_layers)])
+    return Cache(layers=[_PreallocatedLayer(capacity, layer.keys, layer.values) for layer in shared.layers])
 
 
 # ------------------------------------------------------------------ scoring
@@ -118,9 +163,7 @@ def generate(
         tail_mask[i, s - len(t) :] = 1
     pos = (p + tail_mask.cumsum(-1) - 1).clamp(min=p)
     attn = torch.cat([torch.ones((b, p), dtype=torch.long), tail_mask], dim=1)
-    cache = _prefix_cache(model, prompts[0][:p], b)
-    if cache is None:
-        cache = DynamicCache()
+    cache = _sampling_cache(model, prompts[0][:p], b, capacity=p + s + max_new_tokens)
 
     out_tokens = torch.full((b, max_new_tokens), pad_id, dtype=torch.long)
     done = torch.zeros(b, dtype=torch.bool)

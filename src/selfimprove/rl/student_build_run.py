@@ -89,9 +89,13 @@ def answer_format(env: Any, rows: list[dict], env_id: str) -> str:
             raise BuildRefused(f"env '{env_id}': its reward pays wrong answers in full (mean {sum(bad) / len(bad):.2f} "
                                f"with format {fmt!r}); a reward that does not read the answer cannot be learned")
         return fmt
+    first = score_completions(env, probe[:1], [ANSWER_FORMATS[0].format(a=probe[0]["answer"])])[0]["reward"]
     raise BuildRefused(f"env '{env_id}': no reply format tried ({', '.join(ANSWER_FORMATS)}) gets the reference answer "
                        f"full reward from the env's rubric on {len(probe)} TRAIN rows; its reward is not 0/1 or partial "
-                       "credit on the reference answer (a judge or a format the recipe does not write)")
+                       "credit on the reference answer (a judge or a format the recipe does not write). "
+                       f"TRAIN row 0's answer column is {str(probe[0]['answer'])[:40]!r}, and {ANSWER_FORMATS[0]!r} with it "
+                       f"scored {first:g}: if that column is not the answer itself (an index or an id the reward looks up, "
+                       "as in verifiers' ReasoningGymEnv), the recipe cannot learn from it")
 
 
 def prepare(env: Any, recipe: Recipe) -> dict[str, Any]:

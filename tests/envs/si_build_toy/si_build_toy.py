@@ -36,6 +36,14 @@ def five(completion, answer, parser, **kwargs) -> float:  # a reward that is not
     return 5.0 * exact(completion, answer, parser)
 
 
+def by_index(rows: list[dict]):
+    """A reward that reads the answer column as an index into the env's own rows, as verifiers' ReasoningGymEnv
+    does (its answer column is str(i)): the column is not an answer the student could write."""
+    def lookup(completion, answer, parser, **kwargs) -> float:
+        return 1.0 if (parser.parse_answer(completion) or "").strip() == rows[int(answer)]["answer"] else 0.0
+    return lookup
+
+
 def load_environment(num_train: int = 600, seed: int = 0, mode: str = "ok", **kwargs):
     rng = random.Random(seed)
     rows = [row(("copy", "next", "add")[i % 3], rng) for i in range(num_train)]
@@ -46,8 +54,11 @@ def load_environment(num_train: int = 600, seed: int = 0, mode: str = "ok", **kw
         rows[7] = {**rows[7], "answer": "x" * 200}
     if mode == "accented":
         rows[9] = {**rows[9], "question": "Copie: é", "answer": "é"}
+    reward = five if mode == "reward5" else exact
+    if mode == "index":
+        reward, rows = by_index(list(rows)), [{**r, "answer": str(i)} for i, r in enumerate(rows)]
     eval_rows = [dict(CANARY)] + [row(("copy", "next", "add")[i % 3], random.Random(10_000 + i)) for i in range(20)]
     parser = vf.XMLParser(["answer"], answer_field="answer")
-    rubric = vf.Rubric(funcs=[five if mode == "reward5" else exact], parser=parser)
+    rubric = vf.Rubric(funcs=[reward], parser=parser)
     return vf.SingleTurnEnv(dataset=Dataset.from_list(rows), eval_dataset=Dataset.from_list(eval_rows),
                             system_prompt="Answer inside <answer></answer>.", parser=parser, rubric=rubric, **kwargs)
