@@ -214,6 +214,35 @@ def test_budget_clock_of_a_run_from_before_the_field(run: RunDir) -> None:
     assert run.read_run().phase3_start_ts == cfg.start_ts
 
 
+def test_iterate_budget_lowered_ends_phase3_before_the_next_iteration(run: RunDir, cli) -> None:
+    """A deadline: `iterate --budget 1m` after 10 minutes of Phase 3 ends it at the gate (exit 0), says so in
+    the scratchpad, and starts no iteration; on an ended Phase 3 the flag is refused (exit 5), nothing changed."""
+    cfg = run.read_run()
+    cfg.budget_seconds, cfg.phase3_start_ts = 36_000, time.time() - 600
+    run.write_run(cfg)
+    res = cli("iterate", "--run-dir", run.root, "--budget", "1m")
+    assert res.exit_code == 0, res.stderr
+    after = run.read_run()
+    assert (after.budget_seconds, after.status) == (60, "budget_exhausted")
+    assert "Phase 3 budget of 60 s used" in after.reason and "Phase 3 ended: budget_exhausted" in res.stdout
+    assert "Phase 3 budget changed from 36000 s to 60 s (`iterate --budget`, 600 s used so far)" in run.read_scratchpad()
+    assert not run.iter(1).dir.exists()
+    before = (run.run_json.read_bytes(), run.read_scratchpad())
+    res = cli("iterate", "--run-dir", run.root, "--budget", "5h")
+    assert res.exit_code == 5 and "Phase 3 has ended (budget_exhausted); --budget changes" in res.stderr
+    assert (run.run_json.read_bytes(), run.read_scratchpad()) == before
+    assert cli("iterate", "--run-dir", run.root, "--budget", "soon").exit_code == 2
+
+
+def test_iterate_budget_raised_lets_the_next_iteration_start(run: RunDir) -> None:
+    cfg = run.read_run()
+    cfg.budget_seconds, cfg.phase3_start_ts = 60, time.time() - 600  # spent: the gate would end Phase 3
+    run.write_run(cfg)
+    with pytest.raises(TeacherActionNeeded):  # the gate passed with the new cap: iter_1 analysed, the teacher's turn
+        iterate(run, quiet=True, budget_seconds=7200)
+    assert run.read_run().budget_seconds == 7200 and run.read_run().status == "running"
+
+
 def test_status_and_phase_lines_say_when_the_budget_clock_starts(run: RunDir, cli) -> None:
     res = cli("status", "--run-dir", run.root)
     assert res.exit_code == 0, res.stderr

@@ -11,6 +11,7 @@ import typer
 from ..errors import UsageError
 from ..grouping import check_group_by
 from ..llm_teacher.api import DEFAULT_INPUT_CHARS, DEFAULT_KEY_ENV, DEFAULT_RETRIES, DEFAULT_TIMEOUT_S, OPENAI_URL
+from ..phases.bootstrap import parse_budget
 from ..phases.iterate import iterate
 from ..phases.run import iterate_with_teacher
 from ..rundir import RunDir
@@ -39,6 +40,7 @@ def command(
     teacher_retries: TeacherRetriesOpt = DEFAULT_RETRIES,
     teacher_input_chars: TeacherInputCharsOpt = DEFAULT_INPUT_CHARS,
     group_by: Annotated[Optional[str], typer.Option("--group-by", help="Regroup the weakness statistics of the iterations analysed from now on (recorded in run.json): auto, task, template, answer, or path/to/file.py:FUNCTION.")] = None,
+    budget: Annotated[Optional[str], typer.Option(help="Phase 3's cap from now on (run.json budget_seconds), e.g. 45m: lower than the time used, Phase 3 ends before the next iteration (a deadline); higher, more iterations fit. Noted in the scratchpad.")] = None,
     json_: JsonOpt = False,
 ) -> None:
     """Phase 3: run the current iteration's next incomplete step, and on.
@@ -51,6 +53,8 @@ def command(
 
     The --budget clock starts at the first iterate (run.json phase3_start_ts)
     and is never reset: bootstrap, introspect and baseline are not charged.
+    `iterate --budget` changes the cap, never the clock: to stop early for a
+    deadline, lower it (e.g. to 1m); the iteration under way is finished first.
 
     With --teacher, the teacher answers the stops of one iteration (up to 4
     attempts, as in `selfimprove run`), then it stops as --once does.
@@ -59,11 +63,13 @@ def command(
 
         selfimprove iterate --run-dir $RUN_DIR
         selfimprove iterate --run-dir $RUN_DIR --teacher llm:gpt-4.1
+        selfimprove iterate --run-dir $RUN_DIR --budget 1m   # end Phase 3 now
     """
     if not gen_timeout > 0:  # also refuses nan
         raise UsageError(f"--gen-timeout {gen_timeout}: must be a number of seconds > 0")
     check_job_flags(restart, resume, cap_hours)
     check_group_by(group_by)
+    budget_seconds = None if budget is None else parse_budget(budget)
     rd = RunDir(run_dir)
     rd.require()
 
@@ -75,14 +81,14 @@ def command(
     if teacher is None:
         refuse_llm_flags(cli_ctx, "and this iterate has no --teacher")
         result = iterate(rd, restart=restart, resume=resume, quiet=json_, once=once, gen_timeout=gen_timeout,
-                         cap_hours=cap_hours, on_step=on_step, group_by=group_by)
+                         cap_hours=cap_hours, on_step=on_step, group_by=group_by, budget_seconds=budget_seconds)
     else:
         write = make_teacher(teacher, cli_ctx, llm_values(cli_ctx))
         # its stop lines name this command: the same `iterate --teacher` resumes (`run` is not what was used)
         rerun = f"selfimprove iterate --run-dir {shlex.quote(str(rd.root))} {teacher_flags(cli_ctx, teacher)}"
         result = iterate_with_teacher(rd, write, quiet=json_, once=True, restart=restart, resume=resume,
                                       gen_timeout=gen_timeout, cap_hours=cap_hours, on_step=on_step, rerun=rerun,
-                                      group_by=group_by)
+                                      group_by=group_by, budget_seconds=budget_seconds)
     if json_:
         print_json({"stop": result.kind, "iteration": result.iteration, "message": result.message, **result.details})
     else:

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Literal
 
-from ..errors import GateFailed, NoLearningSignal, TeacherActionNeeded
+from ..errors import GateFailed, NoLearningSignal, PhaseOrderError, TeacherActionNeeded
 from ..faults import fault_point
 from ..models import RunConfig
 from ..rundir import ArmDir, RunDir, atomic_write_json
@@ -109,6 +109,24 @@ def budget_gate(rd: RunDir, cfg: RunConfig, n: int) -> IterateResult | None:
                                      f"next: selfimprove compare --run-dir {rd.root}")
 
 
+def set_budget(rd: RunDir, cfg: RunConfig, seconds: int) -> RunConfig:
+    """`iterate --budget`: Phase 3's cap from now on (run.json budget_seconds), with a scratchpad line saying
+    who changed it from what. A lower cap than the time used ends Phase 3 at the next gate, before the next
+    iteration starts (a started one is finished first): the way to stop early for a deadline."""
+    if cfg.budget_seconds == seconds:
+        return cfg
+    if cfg.status != "running":
+        raise PhaseOrderError(f"{rd.run_json}: Phase 3 has ended ({cfg.ended_as()}); --budget changes the cap of a running "
+                              f"Phase 3 only; nothing changed; next: selfimprove compare --run-dir {rd.root}")
+    used = time.time() - cfg.phase3_start_ts if cfg.phase3_start_ts is not None else 0.0
+    change = f"Phase 3 budget changed from {cfg.budget_seconds} s to {seconds} s"
+    if change not in rd.read_scratchpad():  # a kill before run.json was written: the re-run does not repeat it
+        rd.append_scratchpad(f"- {change} (`iterate --budget`, {used:.0f} s used so far).\n")
+    cfg = cfg.model_copy(update={"budget_seconds": seconds})
+    rd.write_run(cfg)
+    return cfg
+
+
 def _last_score(rd: RunDir, cfg: RunConfig, last: int) -> str:
     """"; iter_2 eval_acc 0.610 [95% CI 0.52, 0.69] (n=100 examples, split: eval)" for the last iteration, with NOT A RESULT on a
     run that went on without a learning signal (issue 36: the end line said neither)."""
@@ -132,11 +150,13 @@ def iterate(
     cap_hours: float | None = None,
     on_step: Callable[[int, str], None] | None = None,
     group_by: str | None = None,
+    budget_seconds: int | None = None,
 ) -> IterateResult:
     """Run iterations until the teacher must act, Phase 3 ends, or (with once) one iteration is done.
 
     `group_by` (a grouping.py rule or FILE.py:FUNC) is recorded in run.json and groups the weakness
-    statistics of the iterations analysed from now on (an iteration already analysed keeps its own)."""
+    statistics of the iterations analysed from now on (an iteration already analysed keeps its own).
+    `budget_seconds` replaces Phase 3's cap (see set_budget)."""
     rd.require()
     require_phase_order(RunContext.load(rd), "iterate")
     with rd.lock("iterate"):
@@ -145,6 +165,8 @@ def iterate(
             cfg = ctx.cfg.model_copy(update={"group_by": group_by})
             rd.write_run(cfg)
             ctx = ctx.with_cfg(cfg)
+        if budget_seconds is not None:
+            ctx = ctx.with_cfg(set_budget(rd, ctx.cfg, budget_seconds))
         while True:
             cfg = ctx.cfg
             if cfg.status != "running":
