@@ -143,6 +143,44 @@ def test_cli_refusal_is_one_line_exit_1():
     assert len(lines) == 1 and "si-build-toy" in lines[0], p.stderr
 
 
+# How an editable install (pip install -e, uv's default for a local env project) finds its module: a finder
+# appended to sys.meta_path, consulted AFTER the path finder, so a plain folder of that name on sys.path (the
+# working directory, under `python -m`) imports first as a namespace package and shadows it.
+EDITABLE_FINDER = """
+import importlib.util, sys
+class _EditableToy:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name == "si_build_toy":
+            return importlib.util.spec_from_file_location(name, {path!r})
+sys.meta_path.append(_EditableToy)
+"""
+
+
+def test_an_env_folder_in_the_working_directory_does_not_shadow_the_env(tmp_path, monkeypatch):
+    """An env project folder named like its module (no __init__.py) in the working directory, the env installed
+    editable: `student build` still loads the env (its build runs with -P, so the folder is not on sys.path; the
+    refusal shows the real env loaded), and where the folder does come first, load_env names it instead of
+    verifiers' "does not expose load_environment"."""
+    (tmp_path / "si_build_toy").mkdir()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(EDITABLE_FINDER.format(path=str(TOY / "si_build_toy.py")))
+    env = {**os.environ, "PYTHONPATH": f"{REPO / 'src'}:{site}"}
+    p = subprocess.run([sys.executable, "-m", "selfimprove", "student", "build", "si-build-toy", "--env-args",
+                        '{"mode": "no_answer"}', "--out", str(tmp_path / "never")], capture_output=True, text=True,
+                       env=env, cwd=tmp_path, timeout=300)
+    assert p.returncode == 1 and "have no reference answer" in p.stderr, p.stderr
+    assert not (tmp_path / "never").exists()
+
+    from selfimprove.errors import EnvNotFound
+
+    monkeypatch.setattr(sys, "path", [str(tmp_path)] + [e for e in sys.path if e != str(TOY)])
+    monkeypatch.delitem(sys.modules, "si_build_toy", raising=False)
+    with pytest.raises(EnvNotFound, match=f"resolved to the folder {tmp_path / 'si_build_toy'}.*run from another directory"):
+        load_env("si-build-toy", {})
+
+
 def test_model_id_resolves_a_cached_build(built, tmp_path, monkeypatch):
     """`--model build:ENV@HASH` (the id `student build ENV` prints) resolves to that build in the cache through
     the built-in student registry; a missing one fails in one line naming the command that makes it."""

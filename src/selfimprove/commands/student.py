@@ -40,12 +40,15 @@ def env_build(env_id: str, out_dir: Path | None, env_args: str | None, seed: int
     """Run the generic recipe in the env's Python (a subprocess: verifiers and the env are imported there,
     never here), its progress line on the console; one line and exit 1 (an error) when the env is refused."""
     import json
+    import shlex
     import sys
 
     from ..errors import ConfigError
     from ..rl.student_build import run_build
 
-    cmd = [sys.executable, "-m", "selfimprove.rl.student_build_run", env_id, "--seed", str(seed), "--threads",
+    # -P: `python -m` would put the working directory first on sys.path, and an env project folder there named
+    # like the env's module (no __init__.py) would shadow the installed env
+    cmd = [sys.executable, "-P", "-m", "selfimprove.rl.student_build_run", env_id, "--seed", str(seed), "--threads",
            str(threads), "--json"]
     cmd += ["--out", str(out_dir)] if out_dir else []
     cmd += ["--env-args", env_args] if env_args else []
@@ -54,7 +57,7 @@ def env_build(env_id: str, out_dir: Path | None, env_args: str | None, seed: int
     rc, stdout, last_error = run_build(cmd, show)
     if rc != 0:
         raise ConfigError(last_error or f"the generic student build of '{env_id}' exited {rc}; run "
-                          f"`{' '.join(cmd[:4])} {env_id}` to see its output")
+                          f"`{shlex.join(c for c in cmd if c != '--json')}` to see its output")
     record = json.loads(stdout.strip().splitlines()[-1])
     if json_:
         print_json(record)

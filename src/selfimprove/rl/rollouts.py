@@ -44,10 +44,28 @@ def load_env(env_id: str, args: dict[str, Any]):
 
     try:
         return vf.load_environment(env_id, **args)
-    except (ValueError, ImportError, ModuleNotFoundError) as e:
+    except (ValueError, ImportError, ModuleNotFoundError, RuntimeError) as e:
+        if folder := shadowing_folder(env_id.replace("-", "_")):
+            raise EnvNotFound(f"env id '{env_id}': module '{env_id.replace('-', '_')}' resolved to the folder {folder} "
+                              "(a directory without __init__.py, found on sys.path before the installed env, e.g. the "
+                              "working directory); run from another directory or rename that folder") from None
         if "Could not import" in str(e) or isinstance(e, ImportError):
             raise EnvNotFound(f"env id '{env_id}': not installed or not importable ({str(e).splitlines()[0]})") from None
         raise
+
+
+def shadowing_folder(module: str) -> str | None:
+    """The folder a module name imports as when it is a namespace package (a plain directory, such as an env
+    project named like its module in the working directory) rather than the installed module; else None."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or spec.origin not in (None, "namespace") or not spec.submodule_search_locations:
+        return None
+    return str(list(spec.submodule_search_locations)[0])
 
 
 def split_rows(env, split: str, n: int = -1) -> list[dict]:

@@ -119,7 +119,7 @@ def resolve_default(env_id: str, log: Callable[[str], None] = print) -> Path:
         raise ConfigError(f"model.name {PREFIX}{env_id}: not built yet ({final} has no READY) and "
                           "SELFIMPROVE_NO_STUDENT_BUILD is set; build it with `selfimprove student build "
                           f"{env_id}`")
-    cmd = [sys.executable, "-m", "selfimprove.rl.student_build_run", env_id]
+    cmd = [sys.executable, "-P", "-m", "selfimprove.rl.student_build_run", env_id]  # -P: see commands/student.py
     rc, _, error = run_build(cmd, log)
     if rc != 0 or not (final / "READY").is_file():
         raise ConfigError(error or f"model.name {PREFIX}{env_id}: `{' '.join(cmd[1:])}` failed (exit {rc})")

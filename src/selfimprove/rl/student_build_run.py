@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from ..errors import BuildRefused, ConfigError
+from ..errors import BuildRefused, ConfigError, SelfImproveError
 from .student_build import ANSWER_FORMATS, PREFIX, PROBE_ROWS, Recipe, build_dir
 from .student_cache import build_into_cache
 
@@ -192,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             where = build_cached(recipe, log=log)
             record = json.loads((where / "build.json").read_text())
-    except ConfigError as e:
+    except SelfImproveError as e:  # a refusal, a bad env id, an env that does not load
         print(f"error: {e}", file=sys.stderr)
         return 1
     model_id = f"{PREFIX}{recipe.env_id}@{recipe.hash()}"  # names this build in the cache (no --out)
