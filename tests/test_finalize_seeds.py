@@ -187,6 +187,23 @@ def test_status_waits_for_every_seed_replicate_before_finalize(tmp_path):
         assert next_step(RunContext.load(rd))[1].startswith("selfimprove compare"), missing
 
 
+def test_run_c_replicates_are_missing_while_run_c_itself_is_unfinished(tmp_path):
+    """Phase 4 with --seeds 3 under way, Run C started but not finished: status lists Run C's replicates among
+    the missing arms too (an LLM agent found them absent: they were counted only once Run C had finished),
+    and after a --no-control compare (no run_c dir) none of Run C's."""
+    from selfimprove.phases.phase4_state import missing_phase4_arms
+
+    rd = make_run(tmp_path, {"iter_0": [0.5], "iter_1": [0.6], "run_a": [0.6]})
+    cfg = rd.read_run().model_copy(update={"seeds": 3})
+    rd.write_run(cfg)
+    rd.best_iter_json.write_text(json.dumps({"best_iter": 1}), encoding="utf-8")
+    assert not any(m["arm"].startswith("run_c") for m in missing_phase4_arms(rd, cfg))  # --no-control: no run_c dir
+    rd.control("run_c").dir.mkdir(parents=True)
+    missing = [m["arm"] for m in missing_phase4_arms(rd, cfg)]
+    assert missing == ["run_b", "run_c", "run_a_seed1", "run_c_seed1", "iter_1_seed1",
+                       "run_a_seed2", "run_c_seed2", "iter_1_seed2"]
+
+
 # ---------------------------------------------------------------- issue 23: the table's seeds, the verdict in words
 
 

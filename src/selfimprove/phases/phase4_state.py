@@ -22,18 +22,26 @@ def pick_best(iters: list[IterRecord]) -> IterRecord | None:
     return min(candidates, key=lambda r: (-r.eval_acc, -r.eval_reward_mean, r.iter))
 
 
+def control_in_phase4(rd: RunDir, done: set[str]) -> bool:
+    """Run C belongs to this Phase 4: it finished, it started (its dir), or compare has not run at all
+    (--control is compare's default; only a compare run with --no-control, which writes best_iter.json
+    and no run_c dir, leaves it out)."""
+    return "run_c" in done or rd.control("run_c").dir.is_dir() or not rd.best_iter_json.exists()
+
+
 def phase4_arms(rd: RunDir, cfg: RunConfig, done: set[str]) -> set[str]:
-    """The metrics.json keys Phase 4 must finish: Runs A and B, and with --seeds N the seed replicates
-    of Run A, the best iteration and (when it ran: it can be switched off) Run C, so that `status`
-    never points at finalize while a replicate is missing."""
-    need = {"run_a", "run_b"}
+    """The metrics.json keys Phase 4 must finish: Runs A and B, Run C when it belongs (control_in_phase4),
+    and with --seeds N the seed replicates of Run A, the best iteration and Run C, so that `status` never
+    points at finalize while a replicate is missing (Run C's were left out until Run C itself finished)."""
+    control = control_in_phase4(rd, done)
+    need = {"run_a", "run_b"} | ({"run_c"} if control else set())
     try:
         best_arm = f"iter_{json.loads(rd.best_iter_json.read_text(encoding='utf-8'))['best_iter']}"
     except (OSError, ValueError, KeyError, TypeError):
         best_arm = None
     for k in range(1, max(1, cfg.seeds)):
         need.add(seed_key("run_a", k))
-        need |= {seed_key("run_c", k)} if "run_c" in done else set()
+        need |= {seed_key("run_c", k)} if control else set()
         need |= {seed_key(best_arm, k)} if best_arm else set()
     return need
 
@@ -60,10 +68,6 @@ def missing_phase4_arms(rd: RunDir, cfg: RunConfig) -> list[dict[str, Any]]:
     done = {r.arm for r in rd.read_metrics().iters}
     errors = {e.arm: e.error for e in cfg.phase4_errors}
     need = phase4_arms(rd, cfg, done) | set(errors)
-    # Run C: once started, or before compare has run at all (--control is compare's default; only a
-    # compare run with --no-control, which writes best_iter.json and no run_c dir, leaves it out)
-    if rd.control("run_c").dir.is_dir() or not rd.best_iter_json.exists():
-        need.add("run_c")
     order = {"run_a": 0, "run_b": 1, "run_c": 2}
     out = []
     for arm in sorted(need - done, key=lambda a: (split_seed_key(a)[1], order.get(split_seed_key(a)[0], 3), a)):
