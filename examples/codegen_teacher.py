@@ -11,8 +11,10 @@ and the rows come from the env's own generator, so the teacher writes no solver.
 
 - `ctx.weakness["real"]`: iter_0's solve rate per prompt group, classed never / rare / learning /
   solved. With the default grouping a group is a task (the rows' `info.task`). Rare groups get most
-  rows (drill), never groups some, learning groups a few, solved groups none (unless fewer than
-  three groups are left: the report gate wants >= 3 domains).
+  rows (drill), learning groups a few, solved groups none (unless fewer than three groups are left:
+  the report gate wants >= 3 domains). A never group, and a solved one kept only for the three
+  domains, get only the report gate's minimum while a rare or learning group is targeted: `make_row` has no easier variant, and rows the student never solves give
+  GRPO no gradient (SKILL.md; measured on si-reasoning-gym, docs/results.md).
 - From iteration 2, `ctx.weakness["previous"]`: a group the last rows taught gets fewer rows.
 - `failures.jsonl`: failed prompts per group, for the skeleton tags of the drill sub-domain (a
   fresh row of the same task keeps the failed prompt's skeleton) and to never copy one.
@@ -130,10 +132,16 @@ def plan_buckets(groups, tasks, failures, previous):
     # A group the previous rows taught (late rate >= 50%) gets fewer rows, one still failing more.
     weight = {k: shares[c] / sum(v == c for v in cls_of.values()) * (1.0 if previous.get(k) is None else 0.5 if previous[k] >= 0.5 else 1.5)
               for k, c in cls_of.items()}
+    # Never groups, and solved ones only there to make three domains: the gate's minimum (two buckets of
+    # MIN_BUCKET_ROWS) while a rare or learning group can use the rows.
+    floor = ({g["group"] for g in targets if g["class"] in ("never", "solved")}
+             if any(g["class"] in ("rare", "learning") for g in targets) else set())
+    spare = TOTAL_ROWS - 2 * MIN_BUCKET_ROWS * len(floor)
     buckets = []
     for g in targets:
         task, cls = task_of(g["group"], tasks), cls_of[g["group"]]
-        rows = TOTAL_ROWS * weight[g["group"]] / sum(weight.values())
+        rows = 2 * MIN_BUCKET_ROWS if g["group"] in floor else \
+            spare * weight[g["group"]] / sum(w for k, w in weight.items() if k not in floor)
         tags = [f"skeleton:train_step_{f['step']}_idx_{f['idx']}" for f in failures if f.get("group") == g["group"]]
         label = f"{cls} {task}"
         for sub, sources in ((DRILL, tags or ["teacher-invented"]), (FRESH, ["teacher-invented"])):
