@@ -102,3 +102,24 @@ def test_the_engines_launch_check_counts_the_same_tokens():
     spec = SimpleNamespace(name="gen", rows=[{"prompt": [{"role": "system", "content": "Be brief."},
                                                          {"role": "user", "content": q}]} for q in questions])
     assert longest_prompt(tok, [spec]) == (max(counts), "gen")
+
+
+def test_an_iter_0_taken_with_init_from_lends_its_budget_in_force(run: RunDir, tmp_path) -> None:
+    """With --init-from, iter_0's completion_budget.json is in the prior run (run.json iter_0_path, absolute):
+    the room is the budget it trained with there, not the config's alone (the gate refused rows the engine
+    had trained the env's own rows with: si-reasoning-gym, 136-token prompts where iter_0 ran with 140)."""
+    from selfimprove.phases.context import RunContext
+    from selfimprove.phases.student_fit import fits_student_gate
+
+    prior = tmp_path / "prior_prime_out"
+    prior.mkdir()
+    (prior / "completion_budget.json").write_text(json.dumps({"positions": 256, "train": {"in_force": 8}}))
+    cfg = run.read_run()
+    counts, _ = prompt_token_counts(cfg.model, RunContext.load(run).required_hub().system_prompt, ["1"])
+    row = {"question": "1" * (256 - 12 - counts[0] + 1)}  # a 244-token prompt: room for 12 completion tokens
+    run.write_run(cfg.model_copy(update={"iter_0_path": str(prior), "iter_0_source": "init-from"}))
+    gate = fits_student_gate(RunContext.load(run), run.iter(1), [row])
+    assert gate is not None and gate.passed, gate
+    run.write_run(cfg.model_copy(update={"iter_0_path": str(tmp_path / "nowhere")}))  # no record: the config's budget
+    gate = fits_student_gate(RunContext.load(run), run.iter(1), [row])
+    assert gate is not None and not gate.passed and "at most" in gate.failures[0].message
