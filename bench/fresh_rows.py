@@ -87,7 +87,8 @@ def main() -> None:
                                  parser=env.parser, rubric=env.rubric)
     rows = split_rows(fresh_env, "train")
     spec = EnvSpec(id=env_id, name=env_id, args={}, ratio=None, env=fresh_env, rows=rows)
-    budget = json.loads((args.run_dir / "iter_0" / "prime_out" / "completion_budget.json").read_text())
+    iter0_out = args.run_dir / (run.get("iter_0_path") or "iter_0/prime_out")  # absolute for an --init-from iter_0
+    budget = json.loads((iter0_out / "completion_budget.json").read_text())
     max_tokens = int(budget["eval"]["in_force"])  # the engine's own record of the eval budget it used
 
     lines = [f"fresh rows: {len(rows)} from {env_id}'s make_row (seed {args.seed}, tasks in turn, none in the env's "
