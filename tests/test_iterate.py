@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -225,7 +226,8 @@ def test_iterate_budget_lowered_ends_phase3_before_the_next_iteration(run: RunDi
     after = run.read_run()
     assert (after.budget_seconds, after.status) == (60, "budget_exhausted")
     assert "Phase 3 budget of 60 s used" in after.reason and "Phase 3 ended: budget_exhausted" in res.stdout
-    assert "Phase 3 budget changed from 36000 s to 60 s (`iterate --budget`, 600 s used so far)" in run.read_scratchpad()
+    assert re.search(r"Phase 3 budget changed from 36000 s to 60 s \(`iterate --budget`, 6\d\d s used so far\)",
+                     run.read_scratchpad())  # 600 s and the CLI's start-up: more on a loaded host
     assert not run.iter(1).dir.exists()
     before = (run.run_json.read_bytes(), run.read_scratchpad())
     res = cli("iterate", "--run-dir", run.root, "--budget", "5h")
