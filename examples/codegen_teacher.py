@@ -13,8 +13,9 @@ and the rows come from the env's own generator, so the teacher writes no solver.
   solved. With the default grouping a group is a task (the rows' `info.task`). Rare groups get most
   rows (drill), learning groups a few, solved groups none (unless fewer than three groups are left:
   the report gate wants >= 3 domains). A never group, and a solved one kept only for the three
-  domains, get only the report gate's minimum while a rare or learning group is targeted: `make_row` has no easier variant, and rows the student never solves give
-  GRPO no gradient (SKILL.md; measured on si-reasoning-gym, docs/results.md).
+  domains, get only the report gate's minimum while a rare or learning group is targeted:
+  `make_row` has no easier variant, and rows the student never solves give GRPO no gradient
+  (SKILL.md; measured on si-reasoning-gym, docs/results.md).
 - From iteration 2, `ctx.weakness["previous"]`: a group the last rows taught gets fewer rows.
 - `failures.jsonl`: failed prompts per group, for the skeleton tags of the drill sub-domain (a
   fresh row of the same task keeps the failed prompt's skeleton) and to never copy one.

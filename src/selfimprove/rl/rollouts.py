@@ -45,8 +45,9 @@ def load_env(env_id: str, args: dict[str, Any]):
     try:
         return vf.load_environment(env_id, **args)
     except (ValueError, ImportError, ModuleNotFoundError, RuntimeError) as e:
-        if folder := shadowing_folder(env_id.replace("-", "_")):
-            raise EnvNotFound(f"env id '{env_id}': module '{env_id.replace('-', '_')}' resolved to the folder {folder} "
+        module = env_id.replace("-", "_")  # verifiers' own env id -> module rule
+        if folder := shadowing_folder(module):
+            raise EnvNotFound(f"env id '{env_id}': module '{module}' resolved to the folder {folder} "
                               "(a directory without __init__.py, found on sys.path before the installed env, e.g. the "
                               "working directory); run from another directory or rename that folder") from None
         if "Could not import" in str(e) or isinstance(e, ImportError):

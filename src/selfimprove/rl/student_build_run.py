@@ -73,8 +73,10 @@ def answer_format(env: Any, rows: list[dict], env_id: str) -> str:
 
     probe = rows[:PROBE_ROWS]
     wrong = [str(probe[(i + 1) % len(probe)]["answer"]) + "x" for i in range(len(probe))]  # never the reference
+    first_format_scores: list[float] = []
     for fmt in ANSWER_FORMATS:
         good = [s["reward"] for s in score_completions(env, probe, [fmt.format(a=r["answer"]) for r in probe])]
+        first_format_scores = first_format_scores or good
         if any(not 0.0 <= x <= 1.0 for x in good):
             raise BuildRefused(f"env '{env_id}': its reward is not 0/1 or partial credit (the reference answer scored "
                                f"{max(good, key=lambda x: abs(x - 0.5)):g}, outside [0, 1]); the recipe's stopping "
@@ -89,12 +91,11 @@ def answer_format(env: Any, rows: list[dict], env_id: str) -> str:
             raise BuildRefused(f"env '{env_id}': its reward pays wrong answers in full (mean {sum(bad) / len(bad):.2f} "
                                f"with format {fmt!r}); a reward that does not read the answer cannot be learned")
         return fmt
-    first = score_completions(env, probe[:1], [ANSWER_FORMATS[0].format(a=probe[0]["answer"])])[0]["reward"]
     raise BuildRefused(f"env '{env_id}': no reply format tried ({', '.join(ANSWER_FORMATS)}) gets the reference answer "
                        f"full reward from the env's rubric on {len(probe)} TRAIN rows; its reward is not 0/1 or partial "
                        "credit on the reference answer (a judge or a format the recipe does not write). "
                        f"TRAIN row 0's answer column is {str(probe[0]['answer'])[:40]!r}, and {ANSWER_FORMATS[0]!r} with it "
-                       f"scored {first:g}: if that column is not the answer itself (an index or an id the reward looks up, "
+                       f"scored {first_format_scores[0]:g}: if that column is not the answer itself (an index or an id the reward looks up, "
                        "as in verifiers' ReasoningGymEnv), the recipe cannot learn from it")
 
 
